@@ -1,0 +1,14 @@
+// Small text-formatting helpers for the command's output (GCC 12 has no <format>).
+#pragma once
+
+#include <string>
+
+namespace optiflow::cli {
+
+/// printf into a std::string.
+[[gnu::format(printf, 1, 2)]] std::string strprintf(const char* fmt, ...);
+
+/// "12.5" / "300" / "6.25": a bandwidth or time without trailing zeros (up to 3 decimals).
+std::string compact_number(double value);
+
+}  // namespace optiflow::cli

@@ -1,0 +1,27 @@
+// The `optiflow` command: parses arguments and reports errors; the work is in the libraries.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "commands.hpp"
+#include "optiflow/core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"OptiFlow: discover fast collective-communication schedules for GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "optiflow 0.1.0");
+  optiflow::cli::add_topo_commands(app);
+  optiflow::cli::add_bound_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const optiflow::core::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "optiflow: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

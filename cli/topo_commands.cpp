@@ -1,0 +1,155 @@
+// `optiflow topo list | show | import-nccl`.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "optiflow/core/bounds.hpp"
+#include "optiflow/core/error.hpp"
+#include "optiflow/core/generators.hpp"
+#include "optiflow/core/nccl_topo_xml.hpp"
+#include "optiflow/core/sizes.hpp"
+#include "optiflow/core/topology_io.hpp"
+#include "optiflow/core/topology_summary.hpp"
+
+namespace optiflow::cli {
+namespace {
+
+using core::Topology;
+constexpr std::uint64_t kShowSize = std::uint64_t{1} << 30;
+
+void print_list() {
+  std::cout << strprintf("%-18s %-18s %s\n", "NAME", "EXAMPLE", "DESCRIPTION");
+  for (const auto& family : core::builtin_families())
+    std::cout << strprintf("%-18s %-18s %s\n", family.pattern.c_str(), family.example.c_str(),
+                           family.description.c_str());
+  std::cout << "\nAny topology JSON file (docs/formats.md) may be given wherever T is asked.\n";
+}
+
+nlohmann::json summary_json(const Topology& topo, const core::TopologySummary& s,
+                            const core::BoundAtSize& bound) {
+  nlohmann::json classes = nlohmann::json::array();
+  for (const auto& c : s.link_classes)
+    classes.push_back({{"kind", core::to_string(c.kind)},
+                       {"bw_GBps", c.bw_GBps},
+                       {"alpha_us", c.alpha_us},
+                       {"count", c.count}});
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : s.gpu_bandwidth)
+    gpus.push_back(
+        {{"ranks", g.ranks}, {"ingress_GBps", g.ingress_GBps}, {"egress_GBps", g.egress_GBps}});
+  return {{"ranks", s.ranks},
+          {"hosts", s.hosts},
+          {"nodes", {{"gpu", s.gpus}, {"nic", s.nics}, {"switch", s.switches}, {"cpu", s.cpus}}},
+          {"link_classes", classes},
+          {"gpu_bandwidth", gpus},
+          {"allgather_bound_1GiB",
+           {{"size_bytes", bound.size_bytes},
+            {"time_us", bound.time_us},
+            {"algbw_GBps", bound.algbw_GBps},
+            {"busbw_GBps", bound.busbw_GBps}}},
+          {"name", topo.name()}};
+}
+
+void print_show(const Topology& topo, const core::TopologySummary& s,
+                const core::LowerBound& bound) {
+  std::cout << strprintf(
+      "topology %s: %d ranks on %d host%s; nodes: %d gpu, %d nic, %d switch, "
+      "%d cpu; %zu directed links\n",
+      topo.name().c_str(), s.ranks, s.hosts, s.hosts == 1 ? "" : "s", s.gpus, s.nics, s.switches,
+      s.cpus, topo.link_count());
+  std::cout << "\nlink classes (directed links):\n";
+  std::cout << strprintf("  %-9s %10s %9s %7s\n", "KIND", "GB/s", "alpha us", "COUNT");
+  for (const auto& c : s.link_classes)
+    std::cout << strprintf("  %-9s %10s %9s %7d\n", std::string(core::to_string(c.kind)).c_str(),
+                           compact_number(c.bw_GBps).c_str(), compact_number(c.alpha_us).c_str(),
+                           c.count);
+  std::cout << "\nper-GPU link bandwidth:\n";
+  std::cout << strprintf("  %-24s %12s %12s\n", "RANKS", "ingress GB/s", "egress GB/s");
+  for (const auto& g : s.gpu_bandwidth)
+    std::cout << strprintf("  %-24s %12s %12s\n", g.ranks.c_str(),
+                           compact_number(g.ingress_GBps).c_str(),
+                           compact_number(g.egress_GBps).c_str());
+  const auto at = bound.at(kShowSize);
+  const auto& cut = bound.phases().front().cut;
+  std::cout << strprintf(
+      "\nallgather lower bound at 1 GiB: %.1f us (algbw %.2f GB/s, busbw %.2f GB/s)\n", at.time_us,
+      at.algbw_GBps, at.busbw_GBps);
+  std::cout << strprintf("  bottleneck: the data of %s (%d of %d) leaves through %s GB/s\n",
+                         core::describe_gpus(topo, cut.inside).c_str(), cut.gpus_inside, s.ranks,
+                         compact_number(cut.out_bw_GBps).c_str());
+}
+
+void add_list(CLI::App& topo) {
+  auto* list = topo.add_subcommand("list", "List the built-in topologies");
+  list->callback(print_list);
+}
+
+void add_show(CLI::App& topo) {
+  auto* show = topo.add_subcommand("show", "Describe a topology: links, bandwidth, lower bound");
+  auto name = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  show->add_option("T", *name, "built-in name or topology JSON file")->required();
+  show->add_flag("--json", *json,
+                 "print the topology JSON (docs/formats.md) with a \"summary\" object");
+  show->callback([name, json] {
+    const Topology topo = core::load_topology(*name);
+    const auto summary = core::summarize(topo);
+    const auto bound = core::LowerBound::compute(topo, core::Collective::all_gather);
+    if (*json) {
+      auto doc = nlohmann::json::parse(core::write_topology_json(topo));
+      doc["summary"] = summary_json(topo, summary, bound.at(kShowSize));
+      std::cout << doc.dump(2) << "\n";
+    } else {
+      print_show(topo, summary, bound);
+    }
+  });
+}
+
+void add_import_nccl(CLI::App& topo) {
+  auto* cmd = topo.add_subcommand("import-nccl",
+                                  "Convert an NCCL topology XML (NCCL_TOPO_FILE) to topology JSON");
+  struct Args {
+    std::string file, out;
+    core::NcclImportOptions options;
+    double nic_GBps = 0, nvswitch_GBps = 0;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("FILE", args->file, "NCCL topology XML")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", args->out, "topology JSON to write")->required();
+  cmd->add_option("--hosts", args->options.hosts, "replicate the host this many times")
+      ->check(CLI::Range(1, 8192));
+  cmd->add_option("--nic-GBps", args->nic_GBps, "NIC speed when the XML gives none")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--nvswitch-GBps", args->nvswitch_GBps,
+                  "add an NVSwitch at this per-GPU bandwidth when the XML lists no NVLink")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--name", args->options.name, "topology name (default: the file's stem)");
+  cmd->callback([args] {
+    if (args->nic_GBps > 0) args->options.nic_GBps = args->nic_GBps;
+    if (args->nvswitch_GBps > 0) args->options.nvswitch_GBps = args->nvswitch_GBps;
+    const auto result = core::read_nccl_topology_file(args->file, args->options);
+    for (const auto& note : result.notes) std::cerr << "note: " << note << "\n";
+    std::ofstream out(args->out, std::ios::binary);
+    out << core::write_topology_json(result.topology);
+    if (!out.good())
+      throw core::InputError(core::SourceLocation{args->out, 0, 0, {}}, "cannot write file");
+    std::cout << strprintf("wrote %s: %d ranks, %zu nodes, %zu directed links\n", args->out.c_str(),
+                           result.topology.rank_count(), result.topology.node_count(),
+                           result.topology.link_count());
+  });
+}
+
+}  // namespace
+
+void add_topo_commands(CLI::App& app) {
+  auto* topo = app.add_subcommand("topo", "Topologies: list, show, import");
+  topo->require_subcommand(1);
+  add_list(*topo);
+  add_show(*topo);
+  add_import_nccl(*topo);
+}
+
+}  // namespace optiflow::cli

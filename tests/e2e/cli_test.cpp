@@ -1,0 +1,145 @@
+// End-to-end: the real `optiflow` binary, its output, its exit codes and its error lines.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "optiflow/core/bounds.hpp"
+#include "optiflow/core/generators.hpp"
+#include "optiflow/core/topology_io.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace optiflow::core;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("optiflow-e2e-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(const std::string& args) const {
+    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" +
+                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
+    const int status = std::system(command.c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out"),
+                  slurp(dir_ / "err")};
+  }
+
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, TopoListNamesEveryFamily) {
+  const Result r = run("topo list");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"a100x<K>", "a100x4-degraded", "dgx1", "ndv2x<K>", "ring<N>",
+                           "torus<X>x<Y>", "fullmesh<N>", "fattree<N>"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+TEST_F(Cli, TopoShowDescribesA100x4) {
+  const Result r = run("topo show a100x4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("32 ranks on 4 hosts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nvswitch"), std::string::npos);
+  EXPECT_NE(r.out.find("allgather lower bound at 1 GiB"), std::string::npos);
+  EXPECT_NE(r.out.find("ranks 8-31"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, TopoShowJsonIsAReadableTopology) {
+  const Result r = run("topo show a100x4-degraded --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_topology_json(r.out, "stdout"), make_a100x4_degraded());
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["summary"]["ranks"], 32);
+}
+
+TEST_F(Cli, BoundJsonMatchesTheLibrary) {
+  const Result r = run("bound --topo a100x4 --sizes 1K:1G --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["topology"], "a100x4");
+  EXPECT_EQ(doc["collective"], "allgather");
+  ASSERT_EQ(doc["results"].size(), 21u);
+  const auto expected =
+      LowerBound::compute(make_a100(4), Collective::all_gather).at(std::uint64_t{1} << 30);
+  const auto& last = doc["results"].back();
+  EXPECT_EQ(last["size_bytes"], std::uint64_t{1} << 30);
+  EXPECT_DOUBLE_EQ(last["time_us"].get<double>(), expected.time_us);
+  EXPECT_DOUBLE_EQ(last["busbw_GBps"].get<double>(), expected.busbw_GBps);
+}
+
+TEST_F(Cli, BoundTextHasOneRowPerSize) {
+  const Result r = run("bound --topo dgx1 --collective allreduce --sizes 1M,64M,1G");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("allreduce on dgx1"), std::string::npos) << r.out;
+  for (const char* size : {"\n        1M ", "\n       64M ", "\n        1G "})
+    EXPECT_NE(r.out.find(size), std::string::npos) << size << " in\n" << r.out;
+}
+
+TEST_F(Cli, MalformedTopologyGetsOneClearLineAndNonZeroExit) {
+  const fs::path bad = write("broken.json", R"({"nodes": [{"id": "g0", "kind": "gpu", "rank": 0}],
+    "links": [{"src": "g0", "dst": "nowhere", "bw_GBps": 25}]})");
+  const Result r = run("bound --topo '" + bad.string() + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, bad.string() + ": error: links[0].dst: no node has id 'nowhere'\n");
+  EXPECT_TRUE(r.out.empty());
+
+  const fs::path syntax = write("syntax.json", "{\n  \"nodes\": [\n    {\"id\": }\n");
+  const Result s = run("topo show '" + syntax.string() + "'");
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_EQ(s.err.rfind(syntax.string() + ":3:", 0), 0u) << s.err;
+  EXPECT_EQ(std::count(s.err.begin(), s.err.end(), '\n'), 1) << s.err;
+}
+
+TEST_F(Cli, BadArgumentsAreRejected) {
+  EXPECT_EQ(run("bound --topo no-such-thing").exit_code, 2);
+  const Result sizes = run("bound --topo ring4 --sizes 1X");
+  EXPECT_EQ(sizes.exit_code, 2);
+  EXPECT_NE(sizes.err.find("--sizes"), std::string::npos) << sizes.err;
+  const Result coll = run("bound --topo ring4 --collective gossip");
+  EXPECT_EQ(coll.exit_code, 2);
+  EXPECT_NE(coll.err.find("unknown collective 'gossip'"), std::string::npos) << coll.err;
+  EXPECT_NE(run("frobnicate").exit_code, 0);
+}
+
+TEST_F(Cli, ImportedNcclTopologyFeedsTheBound) {
+  const fs::path xml = fs::path(OPTIFLOW_EXTERNAL_DIR) / "azhpc-images" / "ndv4-topo.xml";
+  if (!fs::exists(xml)) GTEST_SKIP() << "shared external files absent: " << xml;
+  const fs::path out = dir_ / "ndv4.json";
+  const Result imported = run("topo import-nccl '" + xml.string() + "' -o '" + out.string() +
+                              "' --hosts 2 --nvswitch-GBps 300");
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.out.find("16 ranks"), std::string::npos) << imported.out;
+  const Result bound = run("bound --topo '" + out.string() + "' --sizes 1G --json");
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_GT(nlohmann::json::parse(bound.out)["results"][0]["busbw_GBps"].get<double>(), 0);
+}
+
+}  // namespace
