@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "optiflow 0.1.0");
   optiflow::cli::add_topo_commands(app);
   optiflow::cli::add_bound_command(app);
+  optiflow::cli::add_compile_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,26 @@
+// Evaluating a DSL program on a topology: intent -> the All-Gather transfers it implies.
+#pragma once
+
+#include <string>
+
+#include "optiflow/core/dsl_ast.hpp"
+#include "optiflow/core/plan.hpp"
+#include "optiflow/core/topology.hpp"
+
+namespace optiflow::core::dsl {
+
+/// Bounds on evaluation, so that no program can exhaust time or memory.
+struct EvalLimits {
+  std::size_t max_transfers = 1u << 23;
+  std::size_t max_pieces = 1u << 20;
+  std::size_t max_work = 1u << 28;  ///< expression evaluations, tree edges, holder updates
+};
+
+/// Expands `program` into the All-Gather dissemination it describes on `topology`: rank r's
+/// share [r/N, (r+1)/N) of the buffer starts on r; each step moves what its carriers hold
+/// within each group (docs/dsl.md). Throws DslError located at the statement or expression at
+/// fault, with `source` as the file and `text` for the caret line.
+Plan evaluate(const Program& program, const Topology& topology, const std::string& source,
+              const std::string& text, const EvalLimits& limits = {});
+
+}  // namespace optiflow::core::dsl

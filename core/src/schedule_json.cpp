@@ -1,0 +1,335 @@
+// The schedule JSON format (docs/formats.md): writer, structural reader, and the file reader that
+// also accepts MSCCL XML.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "optiflow/core/error.hpp"
+#include "optiflow/core/msccl_xml.hpp"
+#include "optiflow/core/schedule_io.hpp"
+
+namespace optiflow::core {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr std::string_view kFormat = "optiflow-schedule";
+constexpr int kVersion = 1;
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kLinkIdMax = std::numeric_limits<LinkId>::max();
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+ordered_json step_json(const Step& step) {
+  ordered_json out{{"type", std::string(to_string(step.kind))},
+                   {"src", std::string(to_string(step.src_buf))},
+                   {"src_off", step.src_off},
+                   {"dst", std::string(to_string(step.dst_buf))},
+                   {"dst_off", step.dst_off},
+                   {"count", step.count}};
+  if (!step.deps.empty()) {
+    ordered_json deps = ordered_json::array();
+    for (const StepRef& dep : step.deps) deps.push_back(ordered_json::array({dep.tb, dep.step}));
+    out["deps"] = std::move(deps);
+  }
+  if (!step.route.empty()) out["route"] = step.route;
+  return out;
+}
+
+// `{"a":1,"b":2` : an object's members, left open for one more.
+std::string open_object(const ordered_json& members) {
+  std::string text = members.dump();
+  text.pop_back();
+  return text;
+}
+
+std::string indent(int depth) {
+  return std::string(static_cast<std::size_t>(2 * depth), ' ');
+}
+
+// Closes a list whose items each began on a new line at `depth` + 1.
+void close_list(std::string& out, bool empty, int depth) {
+  if (!empty) out += "\n" + indent(depth);
+  out += "]";
+}
+
+void write_tb(std::string& out, const ThreadBlock& tb) {
+  out += indent(3) +
+         open_object({{"send", tb.send_peer}, {"recv", tb.recv_peer}, {"channel", tb.channel}}) +
+         ",\"steps\":[";
+  for (std::size_t i = 0; i < tb.steps.size(); ++i)
+    out += (i ? ",\n" : "\n") + indent(4) + step_json(tb.steps[i]).dump();
+  close_list(out, tb.steps.empty(), 3);
+  out += "}";
+}
+
+void write_program(std::string& out, const RankProgram& program, std::size_t rank) {
+  out += indent(2) +
+         open_object({{"rank", rank},
+                      {"input_chunks", program.input_chunks},
+                      {"output_chunks", program.output_chunks},
+                      {"scratch_chunks", program.scratch_chunks}}) +
+         ",\"tbs\":[";
+  for (std::size_t i = 0; i < program.tbs.size(); ++i) {
+    out += i ? ",\n" : "\n";
+    write_tb(out, program.tbs[i]);
+  }
+  close_list(out, program.tbs.empty(), 2);
+  out += "}";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+// Reads typed fields of one JSON object, with errors that name the field's path.
+class FieldReader {
+ public:
+  FieldReader(const json& object, std::string path, const std::string& source)
+      : object_(object), path_(std::move(path)), source_(source) {
+    if (!object_.is_object()) fail(path_, "must be an object");
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    throw InputError(SourceLocation{source_, 0, 0, field}, message);
+  }
+  std::string field(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  const std::string& path() const { return path_; }
+  const std::string& source() const { return source_; }
+  bool has(const char* key) const { return object_.contains(key) && !object_[key].is_null(); }
+
+  const json& required(const char* key, const char* what) const {
+    if (!has(key)) fail(field(key), std::string("missing (required ") + what + ")");
+    return object_[key];
+  }
+  std::string string(const char* key) const {
+    const json& value = required(key, "string");
+    if (!value.is_string()) fail(field(key), "must be a string");
+    return value.get<std::string>();
+  }
+  std::string string_or(const char* key, std::string fallback) const {
+    return has(key) ? string(key) : std::move(fallback);
+  }
+  std::int64_t integer(const char* key, std::int64_t min, std::int64_t max) const {
+    return integer_value(required(key, "integer"), field(key), min, max);
+  }
+  std::int32_t int32(const char* key, std::int64_t min) const {
+    return static_cast<std::int32_t>(integer(key, min, kInt32Max));
+  }
+  std::int32_t int32_or(const char* key, std::int64_t min, std::int32_t fallback) const {
+    return has(key) ? int32(key, min) : fallback;
+  }
+  bool boolean(const char* key) const {
+    const json& value = required(key, "true or false");
+    if (!value.is_boolean()) fail(field(key), "must be true or false");
+    return value.get<bool>();
+  }
+  const json& array(const char* key) const {
+    const json& value = required(key, "array");
+    if (!value.is_array()) fail(field(key), "must be an array");
+    return value;
+  }
+  std::int64_t integer_value(const json& value, const std::string& at, std::int64_t min,
+                             std::int64_t max) const {
+    if (!value.is_number_integer()) fail(at, "must be an integer");
+    // Unsigned values past int64 would wrap in get<int64_t>(); they are out of range anyway.
+    const bool too_big =
+        value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max);
+    if (too_big || value.get<std::int64_t>() < min || value.get<std::int64_t>() > max)
+      fail(at, value.dump() + " is out of range [" + std::to_string(min) + ", " +
+                   std::to_string(max) + "]");
+    return value.get<std::int64_t>();
+  }
+
+ private:
+  const json& object_;
+  std::string path_;
+  const std::string& source_;
+};
+
+std::string item(const std::string& path, std::size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+// nlohmann reports byte offsets; people want line and column.
+SourceLocation location_of_offset(std::string_view text, std::size_t offset,
+                                  const std::string& source) {
+  SourceLocation where{source, 1, 1, {}};
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++where.line;
+      where.column = 1;
+    } else {
+      ++where.column;
+    }
+  }
+  return where;
+}
+
+json parse_json_text(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string message = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix;
+    // the location is ours to print.
+    if (auto colon = message.find(": "); colon != std::string::npos)
+      message = message.substr(colon + 2);
+    throw InputError(location_of_offset(text, e.byte > 0 ? e.byte - 1 : 0, source),
+                     "invalid JSON: " + message);
+  }
+}
+
+template <class Enum>
+Enum enum_field(const FieldReader& r, const char* key,
+                std::optional<Enum> (*from_string)(std::string_view), std::string_view names) {
+  const std::string name = r.string(key);
+  const auto value = from_string(name);
+  if (!value) r.fail(r.field(key), "unknown name '" + name + "' (" + std::string(names) + ")");
+  return *value;
+}
+
+std::vector<StepRef> read_deps(const FieldReader& r) {
+  std::vector<StepRef> deps;
+  if (!r.has("deps")) return deps;
+  const json& list = r.array("deps");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = item(r.field("deps"), i);
+    if (!list[i].is_array() || list[i].size() != 2) r.fail(at, "must be a pair [tb, step]");
+    deps.push_back(
+        StepRef{static_cast<std::int32_t>(r.integer_value(list[i][0], at, 0, kInt32Max)),
+                static_cast<std::int32_t>(r.integer_value(list[i][1], at, 0, kInt32Max))});
+  }
+  return deps;
+}
+
+std::vector<LinkId> read_route(const FieldReader& r) {
+  std::vector<LinkId> route;
+  if (!r.has("route")) return route;
+  const json& list = r.array("route");
+  for (std::size_t i = 0; i < list.size(); ++i)
+    route.push_back(
+        static_cast<LinkId>(r.integer_value(list[i], item(r.field("route"), i), 0, kLinkIdMax)));
+  return route;
+}
+
+Step read_step(const FieldReader& r) {
+  static constexpr std::string_view kStepNames = "s|r|rcs|rrc|rrs|rrcs|cpy|re|nop";
+  static constexpr std::string_view kBufferNames = "i|o|s";
+  Step step;
+  step.kind = enum_field(r, "type", step_kind_from_string, kStepNames);
+  step.src_buf = enum_field(r, "src", buffer_kind_from_string, kBufferNames);
+  step.src_off = r.int32("src_off", 0);
+  step.dst_buf = enum_field(r, "dst", buffer_kind_from_string, kBufferNames);
+  step.dst_off = r.int32("dst_off", 0);
+  step.count = r.int32("count", 0);
+  step.deps = read_deps(r);
+  step.route = read_route(r);
+  return step;
+}
+
+ThreadBlock read_tb(const FieldReader& r) {
+  ThreadBlock tb;
+  tb.send_peer = r.int32_or("send", -1, -1);
+  tb.recv_peer = r.int32_or("recv", -1, -1);
+  tb.channel = r.int32_or("channel", 0, 0);
+  const json& steps = r.array("steps");
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    tb.steps.push_back(read_step(FieldReader(steps[i], item(r.field("steps"), i), r.source())));
+  return tb;
+}
+
+RankProgram read_program(const FieldReader& r, std::size_t rank) {
+  if (r.integer("rank", 0, kInt32Max) != static_cast<std::int64_t>(rank))
+    r.fail(r.field("rank"),
+           "must be " + std::to_string(rank) + ": programs are listed in rank order");
+  RankProgram program;
+  program.input_chunks = r.int32("input_chunks", 0);
+  program.output_chunks = r.int32("output_chunks", 0);
+  program.scratch_chunks = r.int32_or("scratch_chunks", 0, 0);
+  const json& tbs = r.array("tbs");
+  for (std::size_t i = 0; i < tbs.size(); ++i)
+    program.tbs.push_back(read_tb(FieldReader(tbs[i], item(r.field("tbs"), i), r.source())));
+  return program;
+}
+
+void check_header(const FieldReader& top) {
+  if (top.string("format") != kFormat)
+    top.fail("format", "must be \"" + std::string(kFormat) + "\" (is this a schedule file?)");
+  if (top.has("version") && top.integer("version", 0, kInt32Max) != kVersion)
+    top.fail("version", "this OptiFlow reads version " + std::to_string(kVersion));
+}
+
+std::string default_name(const std::string& source) {
+  return std::filesystem::path(source).stem().string();
+}
+
+}  // namespace
+
+std::string write_schedule_json(const Schedule& schedule) {
+  const ordered_json head{
+      {"format", std::string(kFormat)}, {"version", kVersion},
+      {"name", schedule.name},          {"collective", std::string(to_string(schedule.collective))},
+      {"ranks", schedule.ranks},        {"chunks", schedule.chunks},
+      {"protocol", schedule.protocol},  {"inplace", schedule.inplace},
+      {"topology", schedule.topology}};
+  // Indented down to the thread blocks, one line per step: schedules run to thousands of steps,
+  // and a step per line keeps them readable and diffable.
+  std::string out = "{\n";
+  for (const auto& [key, value] : head.items())
+    out += indent(1) + json(key).dump() + ": " + value.dump() + ",\n";
+  out += indent(1) + "\"programs\": [";
+  for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank) {
+    out += rank ? ",\n" : "\n";
+    write_program(out, schedule.programs[rank], rank);
+  }
+  close_list(out, schedule.programs.empty(), 1);
+  out += "\n}\n";
+  return out;
+}
+
+Schedule parse_schedule_json(std::string_view text, const std::string& source) {
+  const json doc = parse_json_text(text, source);
+  const FieldReader top(doc, "", source);
+  check_header(top);
+  Schedule schedule;
+  schedule.name = top.string_or("name", default_name(source));
+  schedule.collective = enum_field(top, "collective", collective_from_string,
+                                   "allgather|reducescatter|allreduce|broadcast|reduce|alltoall");
+  schedule.ranks = top.int32("ranks", 1);
+  schedule.chunks = top.int32("chunks", 1);
+  schedule.protocol = top.string_or("protocol", schedule.protocol);
+  if (!is_msccl_protocol(schedule.protocol))
+    top.fail("protocol", "unknown protocol '" + schedule.protocol + "' (Simple|LL|LL128)");
+  schedule.inplace = top.boolean("inplace");
+  schedule.topology = top.string_or("topology", "");
+  const json& programs = top.array("programs");
+  if (programs.size() != static_cast<std::size_t>(schedule.ranks))
+    top.fail("programs", "has " + std::to_string(programs.size()) + " entries for " +
+                             std::to_string(schedule.ranks) + " ranks (one program per rank)");
+  for (std::size_t rank = 0; rank < programs.size(); ++rank)
+    schedule.programs.push_back(
+        read_program(FieldReader(programs[rank], item("programs", rank), source), rank));
+  return schedule;
+}
+
+Schedule read_schedule_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(SourceLocation{path, 0, 0, {}}, "cannot open file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  std::string_view rest = text;
+  if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // a UTF-8 byte order mark
+  const auto first = rest.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && rest[first] == '<') return parse_msccl_xml(text, path);
+  return parse_schedule_json(text, path);
+}
+
+}  // namespace optiflow::core
