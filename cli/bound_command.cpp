@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "inputs.hpp"
 #include "optiflow/core/bounds.hpp"
 #include "optiflow/core/error.hpp"
 #include "optiflow/core/sizes.hpp"
@@ -20,15 +21,6 @@ struct BoundArgs {
   std::string sizes = "1K:1G";
   bool json = false;
 };
-
-core::Collective parse_collective(const std::string& name) {
-  auto collective = core::collective_from_string(name);
-  if (!collective)
-    throw core::InputError(
-        core::SourceLocation{"command line", 0, 0, "--collective"},
-        "unknown collective '" + name + "' (allgather, reducescatter, allreduce)");
-  return *collective;
-}
 
 nlohmann::json cut_json(const core::Topology& topo, const core::PhaseBound& phase) {
   return {{"gpus_inside", phase.cut.gpus_inside},

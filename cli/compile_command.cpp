@@ -1,11 +1,10 @@
 // `optiflow compile PROG --topo T` and `optiflow check SCHED`.
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "inputs.hpp"
 #include "optiflow/core/compiler.hpp"
 #include "optiflow/core/dsl_parser.hpp"
 #include "optiflow/core/error.hpp"
@@ -23,34 +22,12 @@ struct CompileArgs {
   bool passes = false;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.good()) throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "cannot write file");
-}
-
-core::Collective parse_collective(const std::string& name) {
-  auto collective = core::collective_from_string(name);
-  if (!collective)
-    throw core::InputError(core::SourceLocation{"command line", 0, 0, "--collective"},
-                           "unknown collective '" + name + "' (allgather, reducescatter, allreduce)");
-  return *collective;
-}
-
 void run_compile(const CompileArgs& args) {
   const core::Topology topo = core::load_topology(args.topology);
   core::CompileOptions options;
   options.collective = parse_collective(args.collective);
   options.reference_size_bytes = core::parse_size(args.ref_size, "--ref-size");
-  const auto result = core::compile_program(read_text(args.program), args.program, topo, options);
+  const auto result = core::compile_program(read_text_file(args.program), args.program, topo, options);
   const core::Schedule& s = result.schedule;
   std::cout << strprintf("compiled %s for %s on %s: %d ranks, %d chunks, %zu steps; verified\n",
                          args.program.c_str(), std::string(core::to_string(s.collective)).c_str(),
@@ -59,8 +36,8 @@ void run_compile(const CompileArgs& args) {
     for (const auto& pass : result.passes)
       std::cout << strprintf("  %-12s %9.3f ms %9zu transfers\n", pass.name.c_str(), pass.millis,
                              pass.transfers);
-  if (!args.output.empty()) write_text(args.output, core::write_schedule_json(s));
-  if (!args.msccl_xml.empty()) write_text(args.msccl_xml, core::write_msccl_xml(s));
+  if (!args.output.empty()) write_text_file(args.output, core::write_schedule_json(s));
+  if (!args.msccl_xml.empty()) write_text_file(args.msccl_xml, core::write_msccl_xml(s));
 }
 
 void add_compile(CLI::App& app) {
@@ -75,14 +52,7 @@ void add_compile(CLI::App& app) {
   cmd->add_option("--ref-size", args->ref_size, "buffer size the scheduler orders transfers for")
       ->capture_default_str();
   cmd->add_flag("--passes", args->passes, "print each pass's time and transfer count");
-  cmd->callback([args] {
-    try {
-      run_compile(*args);
-    } catch (const core::dsl::DslError& e) {
-      // The caret line helps people and models repair the program.
-      throw core::InputError(e.where(), e.render().substr(e.render().find("error: ") + 7));
-    }
-  });
+  cmd->callback([args] { with_program_diagnostics([&] { run_compile(*args); }); });
 }
 
 void add_check(CLI::App& app) {

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   optiflow::cli::add_topo_commands(app);
   optiflow::cli::add_bound_command(app);
   optiflow::cli::add_compile_commands(app);
+  optiflow::cli::add_sim_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

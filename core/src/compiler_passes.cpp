@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "optiflow/core/error.hpp"
+#include "optiflow/core/routing.hpp"
 
 namespace optiflow::core::passes {
 namespace {
@@ -194,65 +195,19 @@ void coalesce(Plan& plan) {
 }
 
 void route(Plan& plan, const Topology& topology, const std::string& source) {
-  constexpr double kReferenceBytes = 1 << 20;
-  std::vector<double> cost(topology.link_count());
-  for (LinkId l = 0; l < topology.link_count(); ++l)
-    cost[l] = topology.link(l).alpha_us + kReferenceBytes / (topology.link(l).bw_GBps * 1e3);
-
-  // Shortest-path trees per (source node, avoid set), built on demand.
-  std::map<std::pair<NodeId, std::int32_t>, std::vector<std::int64_t>> trees;
-  auto tree_from = [&](NodeId from, std::int32_t avoid_set) -> const std::vector<std::int64_t>& {
-    auto [it, inserted] = trees.try_emplace({from, avoid_set});
-    if (!inserted) return it->second;
-    const auto& avoided = plan.avoid_sets[static_cast<std::size_t>(avoid_set)];
-    std::vector<double> dist(topology.node_count(), std::numeric_limits<double>::infinity());
-    std::vector<std::int64_t>& via = it->second;
-    via.assign(topology.node_count(), -1);
-    using Entry = std::pair<double, NodeId>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
-    dist[from] = 0;
-    frontier.push({0, from});
-    while (!frontier.empty()) {
-      const auto [d, v] = frontier.top();
-      frontier.pop();
-      if (d > dist[v]) continue;
-      for (LinkId l : topology.out_links(v)) {
-        if (std::binary_search(avoided.begin(), avoided.end(), l)) continue;
-        const NodeId w = topology.link(l).dst;
-        if (d + cost[l] < dist[w]) {
-          dist[w] = d + cost[l];
-          via[w] = l;
-          frontier.push({dist[w], w});
-        }
-      }
-    }
-    return via;
-  };
-
+  Router router(topology);
   for (Transfer& t : plan.transfers) {
-    const NodeId from = topology.gpu_of_rank(t.src), to = topology.gpu_of_rank(t.dst);
-    t.route.clear();
     if (t.explicit_route >= 0) {
-      const auto& path = plan.explicit_routes[static_cast<std::size_t>(t.explicit_route)];
-      for (std::size_t i = 0; i + 1 < path.size(); ++i)
-        for (LinkId l : topology.out_links(path[i]))
-          if (topology.link(l).dst == path[i + 1]) {
-            t.route.push_back(l);
-            break;
-          }
+      t.route = router.links_along(plan.explicit_routes[static_cast<std::size_t>(t.explicit_route)]);
       continue;
     }
-    const auto& via = tree_from(from, t.avoid_set);
-    for (NodeId v = to; v != from;) {
-      if (via[v] < 0)
-        throw InputError(SourceLocation{source, 0, 0, {}},
-                         "no route from rank " + std::to_string(t.src) + " to rank " +
-                             std::to_string(t.dst) + " in topology '" + topology.name() +
-                             "' (with the links the program avoids)");
-      t.route.push_back(static_cast<LinkId>(via[v]));
-      v = topology.link(static_cast<LinkId>(via[v])).src;
-    }
-    std::reverse(t.route.begin(), t.route.end());
+    t.route = router.path(topology.gpu_of_rank(t.src), topology.gpu_of_rank(t.dst),
+                          plan.avoid_sets[static_cast<std::size_t>(t.avoid_set)]);
+    if (t.route.empty())
+      throw InputError(SourceLocation{source, 0, 0, {}},
+                       "no route from rank " + std::to_string(t.src) + " to rank " +
+                           std::to_string(t.dst) + " in topology '" + topology.name() +
+                           "' (with the links the program avoids)");
   }
 }
 

@@ -281,7 +281,8 @@ class Parser {
   Expr ternary() {
     Expr cond = binary(0);
     if (!at_punct("?")) return cond;
-    const SourcePos pos = take().pos;
+    take();
+    const SourcePos pos = cond.pos;
     Expr yes = expr();
     expect_punct(":", "in 'condition ? a : b'");
     Expr no = expr();
@@ -305,7 +306,8 @@ class Parser {
     while (true) {
       const std::string_view op = operator_at(level);
       if (op.empty()) return left;
-      const SourcePos pos = take().pos;
+      take();
+      const SourcePos pos = left.pos;  // diagnostics about the whole expression point at its start
       Expr right = binary(level + 1);
       left = Expr{Expr::Kind::binary, {}, std::string(op), {std::move(left), std::move(right)}, pos};
       if (level == 2) return left;  // comparisons do not chain: a < b < c is an error below

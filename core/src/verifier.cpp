@@ -63,8 +63,12 @@ class Diagnostics {
 
 constexpr std::array<std::string_view, 3> kBufferNames = {"input", "output", "scratch"};
 
-bool is_valid(BufferKind kind) { return static_cast<std::size_t>(kind) < kBufferNames.size(); }
-bool is_valid(StepKind kind) { return kind <= StepKind::nop; }
+bool is_valid(BufferKind kind) {
+  return static_cast<std::size_t>(kind) < kBufferNames.size();
+}
+bool is_valid(StepKind kind) {
+  return kind <= StepKind::nop;
+}
 std::string_view buffer_name(BufferKind kind) {
   return kBufferNames[static_cast<std::size_t>(kind)];
 }
@@ -74,9 +78,8 @@ std::string block_label(std::int32_t rank, std::int64_t tb) {
 }
 
 std::string step_label(std::int32_t rank, std::int64_t tb, std::int64_t step, StepKind kind) {
-  const std::string kind_name = is_valid(kind)
-                                    ? std::string(to_string(kind))
-                                    : "kind " + std::to_string(static_cast<int>(kind));
+  const std::string kind_name = is_valid(kind) ? std::string(to_string(kind))
+                                               : "kind " + std::to_string(static_cast<int>(kind));
   return block_label(rank, tb) + " step " + std::to_string(step) + " (" + kind_name + ")";
 }
 
@@ -181,7 +184,8 @@ class ValueTable {
       ranges_.resize(start);
       return kBadValue;
     }
-    entries_.push_back(Entry{left.chunk, static_cast<std::uint32_t>(ranges_.size() - start), start});
+    entries_.push_back(
+        Entry{left.chunk, static_cast<std::uint32_t>(ranges_.size() - start), start});
     return static_cast<ValueId>(entries_.size() - 1);
   }
 
@@ -215,9 +219,17 @@ struct Shape {
   bool inplace = false;
 
   bool gathers() const { return collective == Collective::all_gather; }
-  std::int32_t input_chunks() const { return gathers() ? (inplace ? 0 : slice) : chunks; }
-  std::int32_t output_chunks() const {
+  /// The size of the input or output buffer, aliased or not.
+  std::int32_t buffer_chunks(BufferKind kind) const {
+    if (kind == BufferKind::input) return gathers() ? slice : chunks;
     return collective == Collective::reduce_scatter ? slice : chunks;
+  }
+  /// Whether, in place, the buffer is (part of) the other one: MSCCL then declares it with 0
+  /// chunks (i_chunks="0" for All-Gather, o_chunks="0" for All-Reduce).
+  bool aliased(BufferKind kind) const {
+    if (!inplace) return false;
+    if (collective == Collective::all_reduce) return true;
+    return kind == (gathers() ? BufferKind::input : BufferKind::output);
   }
 };
 
@@ -376,21 +388,18 @@ class StructureChecker {
 
   void check_buffers(std::int32_t rank, const RankProgram& program) {
     const Shape& shape = program_.shape;
-    const std::string needs = std::string(to_string(shape.collective)) +
-                              (shape.inplace ? " in place" : " out of place") + " with " +
-                              plural(shape.chunks, "chunk") + " on " + plural(shape.ranks, "rank") +
-                              " needs ";
-    auto expect = [&](BufferKind kind, std::int32_t have, std::int32_t want) {
-      if (have == want) return;
+    const std::string needs =
+        std::string(to_string(shape.collective)) + (shape.inplace ? " in place" : " out of place") +
+        " with " + plural(shape.chunks, "chunk") + " on " + plural(shape.ranks, "rank") + " needs ";
+    auto expect = [&](BufferKind kind, std::int32_t have) {
+      const std::int32_t want = shape.buffer_chunks(kind);
+      if (have == want || (have == 0 && shape.aliased(kind))) return;
       error("rank " + std::to_string(rank) + ": the " + std::string(buffer_name(kind)) +
-            " buffer has " + plural(have, "chunk") + "; " + needs + std::to_string(want));
+            " buffer has " + plural(have, "chunk") + "; " + needs + std::to_string(want) +
+            (shape.aliased(kind) ? " (or 0, as it is aliased)" : ""));
     };
-    // The in-place All-Gather input is the rank's slice of the output: declaring it with its
-    // true size s is as right as the table's 0.
-    const bool gather_alias = shape.gathers() && shape.inplace;
-    if (!(gather_alias && program.input_chunks == shape.slice))
-      expect(BufferKind::input, program.input_chunks, shape.input_chunks());
-    expect(BufferKind::output, program.output_chunks, shape.output_chunks());
+    expect(BufferKind::input, program.input_chunks);
+    expect(BufferKind::output, program.output_chunks);
     if (program.scratch_chunks < 0)
       error("rank " + std::to_string(rank) + ": the scratch buffer has " +
             plural(program.scratch_chunks, "chunk"));
@@ -400,10 +409,11 @@ class StructureChecker {
   // The buffers' slots, with the in-place aliasing of docs/schedule-ir.md.
   RankLayout layout(std::int32_t rank, const RankProgram& program) {
     const Shape& shape = program_.shape;
-    const std::int32_t input = shape.gathers() && shape.inplace
-                                   ? shape.slice
-                                   : std::max(program.input_chunks, 0);
-    const std::int32_t output = std::max(program.output_chunks, 0);
+    auto size = [&](BufferKind kind, std::int32_t declared) {
+      return shape.aliased(kind) ? shape.buffer_chunks(kind) : std::max(declared, 0);
+    };
+    const std::int32_t input = size(BufferKind::input, program.input_chunks);
+    const std::int32_t output = size(BufferKind::output, program.output_chunks);
     const auto own_slice = static_cast<std::size_t>(rank) * static_cast<std::size_t>(shape.slice);
     std::size_t& next = program_.slot_count;
     RankLayout layout;
@@ -469,87 +479,99 @@ class StructureChecker {
       end = block;
     } else {
       const std::int32_t other = program_.blocks[static_cast<std::size_t>(end)].index;
-      error(where + (sending ? "sends to rank " + std::to_string(dst)
-                             : "receives from rank " + std::to_string(src)) +
+      error(where +
+            (sending ? "sends to rank " + std::to_string(dst)
+                     : "receives from rank " + std::to_string(src)) +
             " on channel " + std::to_string(channel) + ", as tb " + std::to_string(other) +
             " does already");
     }
     return it->second;
   }
 
+  // A step under check; its label is built only for an error, as most steps have none.
+  struct Place {
+    std::int32_t rank;
+    std::int32_t tb;
+    std::int32_t index;
+    const Step& step;
+    std::string where() const { return step_label(rank, tb, index, step.kind) + ": "; }
+  };
+
   void check_step(std::int32_t rank, std::int32_t tb_index, std::int32_t index) {
     const ThreadBlock& tb = schedule_.programs[static_cast<std::size_t>(rank)].tbs[tb_index];
     const Step& step = tb.steps[static_cast<std::size_t>(index)];
-    const std::string where = step_label(rank, tb_index, index, step.kind) + ": ";
+    const Place place{rank, tb_index, index, step};
     if (!is_valid(step.kind)) {
-      error(where + "unknown step kind");
+      error(place.where() + "unknown step kind");
       return;
     }
-    check_deps(rank, tb_index, index, step, where);
-    check_route(rank, tb, step, where);
+    check_deps(place);
+    check_route(place, tb.send_peer);
     if (step.kind == StepKind::nop) return;
-    if (step.count < 1) error(where + "count " + std::to_string(step.count) + " is not positive");
+    if (step.count < 1)
+      error(place.where() + "count " + std::to_string(step.count) + " is not positive");
     if (step_sends(step.kind) && tb.send_peer == -1)
-      error(where + "sends, but tb " + std::to_string(tb_index) + " has no send peer");
+      error(place.where() + "sends, but tb " + std::to_string(tb_index) + " has no send peer");
     if (step_receives(step.kind) && tb.recv_peer == -1)
-      error(where + "receives, but tb " + std::to_string(tb_index) + " has no receive peer");
+      error(place.where() + "receives, but tb " + std::to_string(tb_index) +
+            " has no receive peer");
     const Operands uses = operands(step.kind);
-    if (uses.src) check_operand(rank, "src", step.src_buf, step.src_off, step.count, where);
-    if (uses.dst) check_operand(rank, "dst", step.dst_buf, step.dst_off, step.count, where);
+    if (uses.src) check_operand(place, "src", step.src_buf, step.src_off);
+    if (uses.dst) check_operand(place, "dst", step.dst_buf, step.dst_off);
   }
 
-  void check_operand(std::int32_t rank, std::string_view role, BufferKind buffer,
-                     std::int32_t offset, std::int32_t count, const std::string& where) {
+  void check_operand(const Place& place, std::string_view role, BufferKind buffer,
+                     std::int32_t offset) {
+    const std::int32_t count = place.step.count;
     if (!is_valid(buffer)) {
-      error(where + std::string(role) + " buffer " + std::to_string(static_cast<int>(buffer)) +
-            " is not input, output or scratch");
+      error(place.where() + std::string(role) + " buffer " +
+            std::to_string(static_cast<int>(buffer)) + " is not input, output or scratch");
       return;
     }
     if (count < 1) return;  // reported with the step
-    const BufferSpan& span = program_.layouts[static_cast<std::size_t>(rank)][buffer];
+    const BufferSpan& span = program_.layouts[static_cast<std::size_t>(place.rank)][buffer];
     const std::int64_t end = std::int64_t{offset} + count;
     if (offset >= 0 && end <= span.size) return;
-    error(where + std::string(role) + " " + std::string(buffer_name(buffer)) + " chunks [" +
+    error(place.where() + std::string(role) + " " + std::string(buffer_name(buffer)) + " chunks [" +
           std::to_string(offset) + ", " + std::to_string(end) + ") lie outside the " +
           std::string(buffer_name(buffer)) + " buffer (" + plural(span.size, "chunk") + ")");
   }
 
-  void check_deps(std::int32_t rank, std::int32_t tb, std::int32_t index, const Step& step,
-                  const std::string& where) {
-    const auto& tbs = schedule_.programs[static_cast<std::size_t>(rank)].tbs;
-    for (const StepRef& dep : step.deps) {
+  void check_deps(const Place& place) {
+    const auto& tbs = schedule_.programs[static_cast<std::size_t>(place.rank)].tbs;
+    for (const StepRef& dep : place.step.deps) {
       if (dep.tb < 0 || static_cast<std::size_t>(dep.tb) >= tbs.size()) {
-        error(where + "depends on tb " + std::to_string(dep.tb) + ", which does not exist (rank " +
-              std::to_string(rank) + " has " +
+        error(place.where() + "depends on tb " + std::to_string(dep.tb) +
+              ", which does not exist (rank " + std::to_string(place.rank) + " has " +
               plural(static_cast<std::int64_t>(tbs.size()), "thread block") + ")");
         continue;
       }
       const std::size_t steps = tbs[static_cast<std::size_t>(dep.tb)].steps.size();
       if (dep.step < 0 || static_cast<std::size_t>(dep.step) >= steps) {
-        error(where + "depends on tb " + std::to_string(dep.tb) + " step " +
+        error(place.where() + "depends on tb " + std::to_string(dep.tb) + " step " +
               std::to_string(dep.step) + ", which does not exist (tb " + std::to_string(dep.tb) +
               " has " + plural(static_cast<std::int64_t>(steps), "step") + ")");
         continue;
       }
-      if (dep.tb == tb && dep.step >= index)
-        error(where + "depends on step " + std::to_string(dep.step) +
+      if (dep.tb == place.tb && dep.step >= place.index)
+        error(place.where() + "depends on step " + std::to_string(dep.step) +
               " of its own thread block, which can only run after it");
     }
   }
 
-  void check_route(std::int32_t rank, const ThreadBlock& tb, const Step& step,
-                   const std::string& where) {
+  void check_route(const Place& place, std::int32_t peer) {
+    const Step& step = place.step;
+    const std::int32_t rank = place.rank;
     if (step.route.empty()) return;
     if (!step_sends(step.kind)) {
-      error(where + "has a route but sends nothing");
+      error(place.where() + "has a route but sends nothing");
       return;
     }
-    const std::int32_t peer = tb.send_peer;
     if (!routes_checkable_ || peer < 0 || peer >= schedule_.ranks || peer == rank) return;
     const Topology& topology = *topology_;
     for (LinkId id : step.route) {
       if (id >= topology.link_count()) {
-        error(where + "route link " + std::to_string(id) + " does not exist (topology '" +
+        error(place.where() + "route link " + std::to_string(id) + " does not exist (topology '" +
               topology.name() + "' has " +
               plural(static_cast<std::int64_t>(topology.link_count()), "link") + ")");
         return;
@@ -558,22 +580,23 @@ class StructureChecker {
     const NodeId from = topology.gpu_of_rank(rank);
     const NodeId to = topology.gpu_of_rank(peer);
     if (topology.link(step.route.front()).src != from)
-      error(where + "route starts with " + link_text(topology, step.route.front()) +
+      error(place.where() + "route starts with " + link_text(topology, step.route.front()) +
             ", not at rank " + std::to_string(rank) + "'s GPU " + node_name(topology, from));
     for (std::size_t i = 1; i < step.route.size(); ++i) {
       if (topology.link(step.route[i - 1]).dst == topology.link(step.route[i]).src) continue;
-      error(where + "route breaks between " + link_text(topology, step.route[i - 1]) + " and " +
-            link_text(topology, step.route[i]));
+      error(place.where() + "route breaks between " + link_text(topology, step.route[i - 1]) +
+            " and " + link_text(topology, step.route[i]));
       break;
     }
     if (topology.link(step.route.back()).dst != to)
-      error(where + "route ends with " + link_text(topology, step.route.back()) +
+      error(place.where() + "route ends with " + link_text(topology, step.route.back()) +
             ", not at rank " + std::to_string(peer) + "'s GPU " + node_name(topology, to));
   }
 
   void check_totals() {
     if (program_.slot_count > kMaxSlots)
-      error("the buffers of all ranks hold " + plural(static_cast<std::int64_t>(program_.slot_count), "chunk") +
+      error("the buffers of all ranks hold " +
+            plural(static_cast<std::int64_t>(program_.slot_count), "chunk") +
             ", more than the verifier's limit of " + std::to_string(kMaxSlots));
     if (program_.step_count > kMaxSteps)
       error("the schedule has " + plural(static_cast<std::int64_t>(program_.step_count), "step") +
@@ -689,8 +712,8 @@ class Executor {
   Diagnostics& diag_;
   ValueTable values_;
   std::vector<ValueId> slots_;
-  std::vector<StepId> writers_;       // per slot: the last step that wrote it
-  std::vector<BlockId> block_of_;     // per step
+  std::vector<StepId> writers_;        // per slot: the last step that wrote it
+  std::vector<BlockId> block_of_;      // per step
   std::vector<std::int32_t> pending_;  // per step: predecessors not yet complete
   std::vector<bool> done_;
   std::vector<std::size_t> dependents_begin_;  // per step, into dependents_ (CSR)
@@ -723,7 +746,8 @@ void Executor::index_steps() {
       const Step& step = block.tb->steps[id - block.first];
       block_of_[id] = static_cast<BlockId>(b);
       pending_[id] = (id > block.first ? 1 : 0) + static_cast<std::int32_t>(step.deps.size());
-      for (const StepRef& dep : step.deps) ++dependents_begin_[program_.step_id(block.rank, dep) + 1];
+      for (const StepRef& dep : step.deps)
+        ++dependents_begin_[program_.step_id(block.rank, dep) + 1];
     }
   }
   for (std::size_t id = 0; id < steps; ++id) dependents_begin_[id + 1] += dependents_begin_[id];
@@ -852,7 +876,8 @@ void Executor::write(BufferKind buffer, std::int64_t chunk, ValueId value) {
   const std::size_t slot = slot_of(buffer, chunk);
   const ValueId old = slots_[slot];
   const BufferSpan& output = layout(rank_)[BufferKind::output];
-  const bool in_output = slot >= output.base && slot - output.base < std::size_t(output.size);
+  const bool in_output =
+      slot >= output.base && slot - output.base < static_cast<std::size_t>(output.size);
   if (program_.shape.gathers() && in_output && old > kBadValue && value > kBadValue &&
       !values_.same(old, value))
     diag_.report([&] {
@@ -891,10 +916,10 @@ void Executor::send(std::int32_t connection, StepId sender, std::int32_t count) 
 void Executor::add_read_hints() {
   for (const ReadHint& hint : read_hints_) {
     const StepId writer = writers_[hint.slot];
-    diag_.append(hint.message, writer == kNoStep || writer == hint.reader
-                                   ? " (and no other step writes it)"
-                                   : " (missing dependency on " + label(writer) +
-                                         ", which writes it?)");
+    diag_.append(hint.message,
+                 writer == kNoStep || writer == hint.reader
+                     ? " (and no other step writes it)"
+                     : " (missing dependency on " + label(writer) + ", which writes it?)");
   }
 }
 
@@ -911,7 +936,8 @@ BlockId Executor::blocker(StepId head, const std::vector<StepId>& heads) const {
   }
   const Connection& connection =
       program_.connections[static_cast<std::size_t>(here.block.recv_connection)];
-  if (connection.sender == kNoBlock || heads[static_cast<std::size_t>(connection.sender)] == kNoStep)
+  if (connection.sender == kNoBlock ||
+      heads[static_cast<std::size_t>(connection.sender)] == kNoStep)
     return kNoBlock;
   return connection.sender;
 }
@@ -941,7 +967,8 @@ std::string Executor::wait_text(StepId head, const std::vector<StepId>& heads) c
 
 // In the "waits for" graph each stuck block has at most one successor, so a cycle, if any, is
 // found by walking from each block once.
-std::vector<BlockId> find_cycle(const std::vector<BlockId>& next, const std::vector<StepId>& heads) {
+std::vector<BlockId> find_cycle(const std::vector<BlockId>& next,
+                                const std::vector<StepId>& heads) {
   enum : std::uint8_t { unseen, on_walk, finished };
   std::vector<std::uint8_t> state(next.size(), unseen);
   for (std::size_t start = 0; start < next.size(); ++start) {
@@ -965,31 +992,39 @@ void Executor::report_deadlock() const {
   if (stuck_steps == 0) return;
   // Blocks run their steps in order, so each block's first step not done is the one waiting.
   std::vector<StepId> heads(program_.blocks.size(), kNoStep);
-  std::vector<BlockId> next(program_.blocks.size(), kNoBlock);
-  std::vector<BlockId> roots, others;  // blocks that wait for nothing stuck first
   for (std::size_t b = 0; b < program_.blocks.size(); ++b) {
     const Block& block = program_.blocks[b];
     for (StepId id = block.first; id < block.end() && heads[b] == kNoStep; ++id)
       if (!done_[id]) heads[b] = id;
   }
+  std::vector<BlockId> next(program_.blocks.size(), kNoBlock);
+  std::vector<BlockId> stuck;
   for (std::size_t b = 0; b < program_.blocks.size(); ++b) {
     if (heads[b] == kNoStep) continue;
     next[b] = blocker(heads[b], heads);
-    (next[b] == kNoBlock ? roots : others).push_back(static_cast<BlockId>(b));
+    stuck.push_back(static_cast<BlockId>(b));
   }
   diag_.report([&] {
-    const std::size_t stuck_blocks = roots.size() + others.size();
-    std::string text = "deadlock: " + plural(static_cast<std::int64_t>(stuck_steps), "step") +
-                       " in " + plural(static_cast<std::int64_t>(stuck_blocks), "thread block") +
-                       " cannot run";
-    roots.insert(roots.end(), others.begin(), others.end());
-    const std::size_t shown = std::min(roots.size(), kDeadlockExamples);
-    for (std::size_t i = 0; i < shown; ++i)
-      text += "\n  " + wait_text(heads[static_cast<std::size_t>(roots[i])], heads);
-    if (stuck_blocks > shown)
-      text += "\n  ... and " + plural(static_cast<std::int64_t>(stuck_blocks - shown),
-                                      "more waiting thread block");
     const std::vector<BlockId> cycle = find_cycle(next, heads);
+    // The causes first: blocks waiting for nothing that is stuck, then a cycle's members.
+    std::vector<BlockId> examples;
+    std::vector<bool> listed(program_.blocks.size(), false);
+    auto list = [&](BlockId b) {
+      if (examples.size() == kDeadlockExamples || listed[static_cast<std::size_t>(b)]) return;
+      listed[static_cast<std::size_t>(b)] = true;
+      examples.push_back(b);
+    };
+    for (BlockId b : stuck)
+      if (next[static_cast<std::size_t>(b)] == kNoBlock) list(b);
+    for (BlockId b : cycle) list(b);
+    for (BlockId b : stuck) list(b);
+    std::string text = "deadlock: " + plural(static_cast<std::int64_t>(stuck_steps), "step") +
+                       " in " + plural(static_cast<std::int64_t>(stuck.size()), "thread block") +
+                       " cannot run";
+    for (BlockId b : examples)
+      text += "\n  " + wait_text(heads[static_cast<std::size_t>(b)], heads);
+    if (stuck.size() > examples.size())
+      text += "\n  ... and " + std::to_string(stuck.size() - examples.size()) + " more waiting";
     if (cycle.empty()) return text;
     text += "\n  cycle:";
     for (std::size_t i = 0; i < cycle.size() && i < kCycleStepsShown; ++i)
@@ -1001,22 +1036,25 @@ void Executor::report_deadlock() const {
   });
 }
 
+// One error per connection: its later leftovers have the same cause as the first.
 void Executor::report_unreceived() const {
   for (std::size_t c = 0; c < mailboxes_.size(); ++c) {
+    const std::deque<Message>& left = mailboxes_[c].messages;
+    if (left.empty()) continue;
     const Connection& connection = program_.connections[c];
-    for (const Message& message : mailboxes_[c].messages) {
-      diag_.report([&] {
-        std::string text = label(message.sender) + ": its message to rank " +
-                           std::to_string(connection.dst) + " on channel " +
-                           std::to_string(connection.channel) + " (" +
-                           plural(message.count, "chunk") + ") is never received";
-        if (connection.receiver == kNoBlock)
-          text += " (rank " + std::to_string(connection.dst) +
-                  " has no thread block receiving from rank " + std::to_string(connection.src) +
-                  " on channel " + std::to_string(connection.channel) + ")";
-        return text;
-      });
-    }
+    diag_.report([&] {
+      const std::string dst = std::to_string(connection.dst);
+      const std::string channel = std::to_string(connection.channel);
+      std::string text = label(left.front().sender) + ": its message to rank " + dst +
+                         " on channel " + channel + " (" + plural(left.front().count, "chunk") +
+                         ") is never received";
+      if (left.size() > 1)
+        text += ", nor are the " + std::to_string(left.size() - 1) + " sent after it";
+      if (connection.receiver == kNoBlock)
+        text += " (rank " + dst + " has no thread block receiving from rank " +
+                std::to_string(connection.src) + " on channel " + channel + ")";
+      return text;
+    });
   }
 }
 
@@ -1039,20 +1077,22 @@ void Executor::check_postcondition() const {
 }
 
 void Executor::check_gathered(std::int32_t rank, std::int32_t chunk, ValueId value) const {
+  // Messages are built only for the errors that are kept, as there may be a million.
   const std::int32_t owner = chunk / program_.shape.slice;
-  const std::string where = "rank " + std::to_string(rank) + ": output chunk " +
-                            std::to_string(chunk);
+  auto where = [&] {
+    return "rank " + std::to_string(rank) + ": output chunk " + std::to_string(chunk);
+  };
   if (value == kNoValue) {
     diag_.report([&] {
-      return where + " is missing (expected the data of rank " + std::to_string(owner) +
+      return where() + " is missing (expected the data of rank " + std::to_string(owner) +
              ", chunk " + std::to_string(chunk) + ")";
     });
   } else if (value == kBadValue) {
-    diag_.report([&] { return where + " holds invalid data (see the errors above)"; });
+    diag_.report([&] { return where() + " holds invalid data (see the errors above)"; });
   } else if (values_.chunk(value) != chunk ||
              !std::ranges::equal(values_.ranks(value), std::array{RankRange{owner, owner + 1}})) {
     diag_.report([&] {
-      return where + " holds " + values_.describe(value) + ", expected rank " +
+      return where() + " holds " + values_.describe(value) + ", expected rank " +
              std::to_string(owner) + "'s chunk " + std::to_string(chunk);
     });
   }
@@ -1061,18 +1101,20 @@ void Executor::check_gathered(std::int32_t rank, std::int32_t chunk, ValueId val
 void Executor::check_reduced(std::int32_t rank, std::int32_t index, std::int32_t chunk,
                              ValueId value) const {
   const std::int32_t ranks = program_.shape.ranks;
-  const std::string where = "rank " + std::to_string(rank) + ": output chunk " +
-                            std::to_string(index);
-  const std::string expected = "the sum over all ranks of chunk " + std::to_string(chunk);
+  auto where = [&] {
+    return "rank " + std::to_string(rank) + ": output chunk " + std::to_string(index);
+  };
+  auto expected = [&] { return "the sum over all ranks of chunk " + std::to_string(chunk); };
   if (value == kNoValue) {
-    diag_.report([&] { return where + " is missing (expected " + expected + ")"; });
+    diag_.report([&] { return where() + " is missing (expected " + expected() + ")"; });
   } else if (value == kBadValue) {
-    diag_.report([&] { return where + " holds invalid data (see the errors above)"; });
+    diag_.report([&] { return where() + " holds invalid data (see the errors above)"; });
   } else if (values_.chunk(value) != chunk) {
-    diag_.report([&] { return where + " holds " + values_.describe(value) + ", expected " + expected; });
+    diag_.report(
+        [&] { return where() + " holds " + values_.describe(value) + ", expected " + expected(); });
   } else if (!std::ranges::equal(values_.ranks(value), std::array{RankRange{0, ranks}})) {
     diag_.report([&] {
-      return where + " sums ranks " + format_ranks(values_.ranks(value)) + ", missing " +
+      return where() + " sums ranks " + format_ranks(values_.ranks(value)) + ", missing " +
              format_rank_or_ranks(complement(values_.ranks(value), ranks));
     });
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -97,8 +98,8 @@ InputError xml_error(std::string_view xml) {
 }
 
 // A small TE-CCL style file: extra attributes, no outofplace/minBytes/maxBytes, in-place <copy>
-// elements, i_chunks > 0, a thread block that sends and receives, and dependency nops whose
-// hasdep is wrong (as TE-CCL writes them).
+// elements, i_chunks > 0, a thread block that sends and receives, and dependency nops. Its
+// hasdep attributes are all 0: import ignores them (export recomputes them).
 constexpr std::string_view kTeCclStyle = R"(<algo name="teccl" nchannels="1" nchunksperloop="4"
     proto="Simple" coll="allgather" inplace="1" redop="nop" ngpus="2">
   <gpu id="0" i_chunks="2" o_chunks="4" s_chunks="0">
@@ -304,18 +305,42 @@ struct RealFile {
   int ranks, chunks;
   std::size_t steps;  // after folding the dependency nops
   const char* protocol;
+  std::uint64_t min_bytes, max_bytes;  // max 0: the <algo> line is not ours to reproduce
 };
 constexpr RealFile kRealFiles[] = {
-    {"msccl-executor-nccl/ndv5-ag-1k-512k.xml", Collective::all_gather, 8, 16, 224, "LL"},
-    {"msccl-executor-nccl/ndv5-ag-1m.xml", Collective::all_gather, 8, 32, 448, "LL"},
-    {"msccl-executor-nccl/ndv5-ag-32m-1g.xml", Collective::all_gather, 8, 256, 2048, "Simple"},
-    {"msccl-executor-nccl/ndv5-ar-1k-512k.xml", Collective::all_reduce, 8, 16, 448, "LL"},
-    {"msccl-executor-nccl/ndv4-r48ll.xml", Collective::all_reduce, 8, 64, 960, "LL"},
-    {"te-ccl/MSCCL_examples/amd_32.xml", Collective::all_gather, 32, 64, 3820, "Simple"},
+    {"msccl-executor-nccl/ndv5-ag-1k-512k.xml", Collective::all_gather, 8, 16, 224, "LL", 1024,
+     1048575},
+    {"msccl-executor-nccl/ndv5-ag-1m.xml", Collective::all_gather, 8, 32, 448, "LL", 1048576,
+     2097151},
+    {"msccl-executor-nccl/ndv5-ag-32m-1g.xml", Collective::all_gather, 8, 256, 2048, "Simple",
+     33554432, 1073741824},
+    {"msccl-executor-nccl/ndv5-ar-1k-512k.xml", Collective::all_reduce, 8, 16, 448, "LL", 1024,
+     1048575},
+    {"msccl-executor-nccl/ndv4-r48ll.xml", Collective::all_reduce, 8, 64, 960, "LL", 266240,
+     2078720},
+    {"te-ccl/MSCCL_examples/amd_32.xml", Collective::all_gather, 32, 64, 3820, "Simple", 0, 0},
 };
 
 std::filesystem::path external_dir() {
   return OPTIFLOW_EXTERNAL_DIR;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The lines of an XML file without comments and the <copy> elements that import drops.
+std::vector<std::string> significant_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.starts_with("<!--") && line.find("<copy ") == std::string::npos)
+      lines.push_back(line);
+  return lines;
 }
 
 TEST(MscclXmlRealFiles, ImportAndRoundTrip) {
@@ -331,8 +356,18 @@ TEST(MscclXmlRealFiles, ImportAndRoundTrip) {
     EXPECT_EQ(schedule.protocol, file.protocol);
     EXPECT_TRUE(schedule.inplace);
     EXPECT_EQ(schedule.step_count(), file.steps);
-    EXPECT_EQ(parse_msccl_xml(write_msccl_xml(schedule), "again.xml"), schedule);
+    const std::string xml = write_msccl_xml(schedule, {file.min_bytes, file.max_bytes, false});
+    EXPECT_EQ(parse_msccl_xml(xml, "again.xml"), schedule);
     EXPECT_EQ(parse_schedule_json(write_schedule_json(schedule), "again.json"), schedule);
+    // Export writes the same conventions: the files come back line for line, dependency nops
+    // and hasdep included.
+    std::vector<std::string> expected = significant_lines(read_text(path));
+    std::vector<std::string> written = significant_lines(xml);
+    if (file.max_bytes == 0 && !expected.empty() && !written.empty()) {
+      expected.erase(expected.begin());
+      written.erase(written.begin());
+    }
+    EXPECT_EQ(written, expected);
     ++imported;
   }
   if (imported == 0) GTEST_SKIP() << "no MSCCL XML under " << external_dir() << " (absent)";

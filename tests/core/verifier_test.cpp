@@ -15,7 +15,9 @@ namespace {
 constexpr BufferKind kIn = BufferKind::input;
 constexpr BufferKind kOut = BufferKind::output;
 
-int mod(int value, int n) { return ((value % n) + n) % n; }
+int mod(int value, int n) {
+  return ((value % n) + n) % n;
+}
 
 // A one-chunk step. (Builders rather than designated initializers: GCC 12 warns about the
 // members those leave out.)
@@ -36,7 +38,9 @@ Step send(BufferKind buffer, int offset, std::vector<StepRef> deps = {}) {
   return result;
 }
 
-Step recv(BufferKind buffer, int offset) { return step(StepKind::recv, kOut, 0, buffer, offset); }
+Step recv(BufferKind buffer, int offset) {
+  return step(StepKind::recv, kOut, 0, buffer, offset);
+}
 
 Step nop(std::vector<StepRef> deps) {
   Step result;
@@ -171,15 +175,36 @@ TEST(Verifier, AcceptsRingAllReduce) {
   }
 }
 
+TEST(Verifier, AcceptsAliasedBuffersDeclaredEmpty) {
+  // MSCCL declares the buffer an in-place one aliases with 0 chunks (o_chunks="0" for
+  // All-Reduce); its size is the aliased memory's.
+  Schedule all_reduce = ring_all_reduce(4, true);
+  for (RankProgram& program : all_reduce.programs) program.output_chunks = 0;
+  VerifyResult result = verify_schedule(all_reduce);
+  EXPECT_TRUE(result.ok()) << result.summary();
+
+  Schedule reduce_scatter = ring_reduce_scatter(4, true);
+  for (RankProgram& program : reduce_scatter.programs) program.output_chunks = 0;
+  result = verify_schedule(reduce_scatter);
+  EXPECT_TRUE(result.ok()) << result.summary();
+
+  reduce_scatter.inplace = false;
+  EXPECT_TRUE(has_error(verify_schedule(reduce_scatter),
+                        "rank 0: the output buffer has 0 chunks; reducescatter out of place with "
+                        "4 chunks on 4 ranks needs 1"));
+}
+
 TEST(Verifier, ReportsDeletedStep) {
   Schedule schedule = ring_all_gather(4);
   schedule.programs[2].tbs[1].steps.pop_back();  // rank 2's last receive, of chunk 3
   const VerifyResult result = verify_schedule(schedule);
   EXPECT_FALSE(result.ok());
-  EXPECT_TRUE(has_error(result, "rank 2: output chunk 3 is missing (expected the data of rank 3, "
-                                "chunk 3)"));
-  EXPECT_TRUE(has_error(result, "rank 1 tb 0 step 2 (s): its message to rank 2 on channel 0 "
-                                "(1 chunk) is never received"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 2: output chunk 3 is missing (expected the data of rank 3, "
+                        "chunk 3)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 0 step 2 (s): its message to rank 2 on channel 0 "
+                        "(1 chunk) is never received"));
   EXPECT_EQ(result.error_count, 2u);
 }
 
@@ -199,14 +224,16 @@ TEST(Verifier, ReportsWrongAndOverwrittenChunks) {
   std::swap(swapped.programs[2].tbs[1].steps[0].dst_off,
             swapped.programs[2].tbs[1].steps[1].dst_off);
   VerifyResult result = verify_schedule(swapped);
-  EXPECT_TRUE(has_error(result, "rank 2: output chunk 0 holds rank 1's chunk 1, expected rank "
-                                "0's chunk 0"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 2: output chunk 0 holds rank 1's chunk 1, expected rank "
+                        "0's chunk 0"));
 
   Schedule overwriting = ring_all_gather(4);
   overwriting.programs[2].tbs[1].steps[2].dst_off = 2;
   result = verify_schedule(overwriting);
-  EXPECT_TRUE(has_error(result, "rank 2 tb 1 step 2 (r): overwrites output chunk 2, which holds "
-                                "rank 2's chunk 2, with rank 3's chunk 3"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 2 tb 1 step 2 (r): overwrites output chunk 2, which holds "
+                        "rank 2's chunk 2, with rank 3's chunk 3"));
 }
 
 TEST(Verifier, ReportsDeadlockWithItsCycle) {
@@ -219,8 +246,7 @@ TEST(Verifier, ReportsDeadlockWithItsCycle) {
   EXPECT_EQ(result.steps_executed, 0u);
   ASSERT_FALSE(result.errors.empty());
   const std::string& deadlock = result.errors.front();
-  EXPECT_TRUE(deadlock.starts_with("deadlock: 5 steps in 3 thread blocks cannot run"))
-      << deadlock;
+  EXPECT_TRUE(deadlock.starts_with("deadlock: 5 steps in 3 thread blocks cannot run")) << deadlock;
   EXPECT_NE(deadlock.find("rank 0 tb 0 step 0 (r) waits for a message from rank 1 on channel 0 "
                           "that is never sent (its sender is stuck at rank 1 tb 0 step 0 (r))"),
             std::string::npos)
@@ -240,31 +266,35 @@ TEST(Verifier, ReportsReceiveFromRankThatNeverSends) {
   Schedule schedule = ring_all_gather(4);
   schedule.programs[0].tbs[0].steps.pop_back();  // rank 0's last send, of chunk 2
   VerifyResult result = verify_schedule(schedule);
-  EXPECT_TRUE(has_error(result, "rank 1 tb 1 step 2 (r) waits for a message from rank 0 on "
-                                "channel 0 that is never sent (rank 0 tb 0 finishes after "
-                                "sending 2 messages)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 1 step 2 (r) waits for a message from rank 0 on "
+                        "channel 0 that is never sent (rank 0 tb 0 finishes after "
+                        "sending 2 messages)"));
 
   schedule.programs[0].tbs.erase(schedule.programs[0].tbs.begin());  // no sender at all
   result = verify_schedule(schedule);
-  EXPECT_TRUE(has_error(result, "rank 1 tb 1 step 0 (r) waits for a message from rank 0 on "
-                                "channel 0 that is never sent (rank 0 has no thread block "
-                                "sending to rank 1 on channel 0)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 1 step 0 (r) waits for a message from rank 0 on "
+                        "channel 0 that is never sent (rank 0 has no thread block "
+                        "sending to rank 1 on channel 0)"));
 }
 
 TEST(Verifier, ReportsCountMismatchNamingBothEnds) {
   Schedule schedule = ring_all_gather(4);
   schedule.programs[2].tbs[1].steps[0].count = 2;
   const VerifyResult result = verify_schedule(schedule);
-  EXPECT_TRUE(has_error(result, "rank 2 tb 1 step 0 (r): receives 2 chunks, but the matching "
-                                "send rank 1 tb 0 step 0 (s) sent 1 chunk"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 2 tb 1 step 0 (r): receives 2 chunks, but the matching "
+                        "send rank 1 tb 0 step 0 (s) sent 1 chunk"));
 }
 
 TEST(Verifier, ReportsContributionAddedTwice) {
   Schedule schedule = ring_reduce_scatter(4, false);
   schedule.programs[1].tbs[0].steps.push_back(step(StepKind::reduce, kIn, 1, kOut, 0));
   const VerifyResult result = verify_schedule(schedule);
-  EXPECT_TRUE(has_error(result, "rank 1 tb 0 step 4 (re): adds rank 1's contribution to chunk 1 "
-                                "twice (at output chunk 0)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 0 step 4 (re): adds rank 1's contribution to chunk 1 "
+                        "twice (at output chunk 0)"));
   EXPECT_TRUE(has_error(result, "rank 1: output chunk 0 holds invalid data"));
 }
 
@@ -281,8 +311,9 @@ TEST(Verifier, ReportsAddingDifferentChunks) {
   Schedule schedule = ring_all_reduce(4, true);
   schedule.programs[1].tbs[0].steps[1].src_off = 2;  // receives chunk 3
   const VerifyResult result = verify_schedule(schedule);
-  EXPECT_TRUE(has_error(result, "rank 1 tb 0 step 1 (rrs): adds rank 0's chunk 3 to rank 1's "
-                                "chunk 2 (at output chunk 2)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 0 step 1 (rrs): adds rank 0's chunk 3 to rank 1's "
+                        "chunk 2 (at output chunk 2)"));
 }
 
 TEST(Verifier, RejectsMalformedStructureWithoutRunning) {
@@ -335,16 +366,18 @@ TEST(Verifier, RejectsInconsistentHeaderAndBuffers) {
 
   schedule = ring_all_gather(4);
   schedule.collective = Collective::broadcast;
-  EXPECT_TRUE(has_error(verify_schedule(schedule), "verifying broadcast schedules is not "
-                                                   "supported"));
+  EXPECT_TRUE(has_error(verify_schedule(schedule),
+                        "verifying broadcast schedules is not "
+                        "supported"));
 
   schedule = ring_all_gather(4);
   schedule.programs[1].output_chunks = 3;
   schedule.programs[2].input_chunks = 1;  // the in-place input may be declared with its size
   schedule.programs[3].scratch_chunks = -2;
   const VerifyResult result = verify_schedule(schedule);
-  EXPECT_TRUE(has_error(result, "rank 1: the output buffer has 3 chunks; allgather in place "
-                                "with 4 chunks on 4 ranks needs 4"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1: the output buffer has 3 chunks; allgather in place "
+                        "with 4 chunks on 4 ranks needs 4"));
   EXPECT_TRUE(has_error(result, "rank 3: the scratch buffer has -2 chunks"));
   EXPECT_EQ(result.steps_executed, 0u);
 }
@@ -385,16 +418,21 @@ TEST(Verifier, RejectsBrokenRoutes) {
   schedule.programs[2].tbs[0].steps[0].route = {99};
   const VerifyResult result = verify_schedule(schedule, &ring);
   EXPECT_EQ(result.steps_executed, 0u);
-  EXPECT_TRUE(has_error(result, "rank 0 tb 0 step 0 (s): route breaks between link 0 (gpu0 -> "
-                                "gpu1) and link 4 (gpu2 -> gpu3)"));
-  EXPECT_TRUE(has_error(result, "rank 0 tb 0 step 0 (s): route ends with link 4 (gpu2 -> gpu3), "
-                                "not at rank 1's GPU gpu1"));
-  EXPECT_TRUE(has_error(result, "rank 1 tb 0 step 0 (s): route starts with link 4 (gpu2 -> "
-                                "gpu3), not at rank 1's GPU gpu1"));
-  EXPECT_TRUE(has_error(result, "rank 1 tb 0 step 0 (s): route ends with link 4 (gpu2 -> gpu3), "
-                                "not at rank 2's GPU gpu2"));
-  EXPECT_TRUE(has_error(result, "rank 2 tb 0 step 0 (s): route link 99 does not exist (topology "
-                                "'ring4' has 8 links)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 0 tb 0 step 0 (s): route breaks between link 0 (gpu0 -> "
+                        "gpu1) and link 4 (gpu2 -> gpu3)"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 0 tb 0 step 0 (s): route ends with link 4 (gpu2 -> gpu3), "
+                        "not at rank 1's GPU gpu1"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 0 step 0 (s): route starts with link 4 (gpu2 -> "
+                        "gpu3), not at rank 1's GPU gpu1"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 1 tb 0 step 0 (s): route ends with link 4 (gpu2 -> gpu3), "
+                        "not at rank 2's GPU gpu2"));
+  EXPECT_TRUE(has_error(result,
+                        "rank 2 tb 0 step 0 (s): route link 99 does not exist (topology "
+                        "'ring4' has 8 links)"));
   EXPECT_EQ(result.error_count, 5u) << result.summary();
 
   const Topology bigger = make_ring(8);

@@ -1,0 +1,135 @@
+// Flow level: the transfers on a link share its bandwidth max-min fairly (progressive
+// filling), recomputed whenever a transfer starts or finishes; a transfer arrives its route's
+// alpha after its last byte has left.
+#include <algorithm>
+#include <queue>
+#include <tuple>
+
+#include "network.hpp"
+
+namespace optiflow::sim {
+namespace {
+
+// Bytes below this are rounding left-overs of a drained flow.
+constexpr double kDrainedBytes = 1e-6;
+
+class FlowNetwork final : public Network {
+ public:
+  FlowNetwork(const core::Topology& topology, const StepGraph& graph)
+      : graph_(graph), capacity_(topology.link_count()), flows_on_(topology.link_count()) {
+    for (core::LinkId l = 0; l < topology.link_count(); ++l) capacity_[l] = topology.link(l).bw_GBps * 1e3;
+    started_us.assign(graph.transfers.size(), 0);
+    busy_us.assign(topology.link_count(), 0);
+    bytes.assign(topology.link_count(), 0);
+  }
+
+  void launch(std::int32_t id, double size, double now) override {
+    advance(now);
+    started_us[static_cast<std::size_t>(id)] = now;
+    active_.push_back(Flow{id, size, 0});
+    for (core::LinkId l : links_of(id)) {
+      if (flows_on_[l]++ == 0) loaded_.push_back(l);
+      bytes[l] += size;
+    }
+    share_bandwidth();
+  }
+
+  double next_arrival() override {
+    double next = latency_.empty() ? kNever : std::get<0>(latency_.top());
+    for (const Flow& f : active_) next = std::min(next, now_ + f.remaining / f.rate);
+    return next;
+  }
+
+  void take_arrivals(double now, std::vector<std::int32_t>& arrived) override {
+    advance(now);
+    const auto drained = std::stable_partition(active_.begin(), active_.end(),
+                                               [](const Flow& f) { return f.remaining > kDrainedBytes; });
+    if (drained != active_.end()) {
+      for (auto it = drained; it != active_.end(); ++it) {
+        for (core::LinkId l : links_of(it->id))
+          if (--flows_on_[l] == 0) std::erase(loaded_, l);
+        const double alpha = graph_.transfers[static_cast<std::size_t>(it->id)].alpha_us;
+        latency_.push({now + alpha, sequence_++, it->id});
+      }
+      active_.erase(drained, active_.end());
+      share_bandwidth();
+    }
+    while (!latency_.empty() && std::get<0>(latency_.top()) <= now) {
+      arrived.push_back(std::get<2>(latency_.top()));
+      latency_.pop();
+    }
+  }
+
+ private:
+  struct Flow {
+    std::int32_t id;
+    double remaining;  // bytes
+    double rate;       // bytes per microsecond
+  };
+
+  std::span<const core::LinkId> links_of(std::int32_t id) const {
+    const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
+    return {graph_.route_links.data() + t.route_begin, static_cast<std::size_t>(t.route_end - t.route_begin)};
+  }
+
+  void advance(double now) {
+    const double dt = now - now_;
+    if (dt <= 0) return;
+    for (Flow& f : active_) f.remaining -= f.rate * dt;
+    for (core::LinkId l : loaded_) busy_us[l] += dt;
+    now_ = now;
+  }
+
+  // Progressive filling: repeatedly find the link whose remaining capacity, split evenly among
+  // its unfixed flows, is smallest; fix those flows at that share.
+  void share_bandwidth() {
+    std::vector<double> left(loaded_.size());
+    std::vector<std::int32_t> unfixed(loaded_.size());
+    std::vector<std::int32_t> slot(capacity_.size(), -1);
+    for (std::size_t i = 0; i < loaded_.size(); ++i) {
+      slot[loaded_[i]] = static_cast<std::int32_t>(i);
+      left[i] = capacity_[loaded_[i]];
+      unfixed[i] = flows_on_[loaded_[i]];
+    }
+    std::vector<char> fixed(active_.size(), 0);
+    for (std::size_t remaining = active_.size(); remaining > 0;) {
+      std::size_t bottleneck = 0;
+      double share = kNever;
+      for (std::size_t i = 0; i < loaded_.size(); ++i)
+        if (unfixed[i] > 0 && left[i] / unfixed[i] < share) {
+          share = left[i] / unfixed[i];
+          bottleneck = i;
+        }
+      for (std::size_t f = 0; f < active_.size(); ++f) {
+        if (fixed[f]) continue;
+        const auto links = links_of(active_[f].id);
+        if (std::find(links.begin(), links.end(), loaded_[bottleneck]) == links.end()) continue;
+        fixed[f] = 1;
+        --remaining;
+        active_[f].rate = share;
+        for (core::LinkId l : links) {
+          left[static_cast<std::size_t>(slot[l])] -= share;
+          --unfixed[static_cast<std::size_t>(slot[l])];
+        }
+      }
+    }
+  }
+
+  using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
+  const StepGraph& graph_;
+  std::vector<double> capacity_;          // bytes per microsecond
+  std::vector<std::int32_t> flows_on_;    // active flows per link
+  std::vector<core::LinkId> loaded_;      // links with at least one active flow
+  std::vector<Flow> active_;
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> latency_;
+  std::uint64_t sequence_ = 0;
+  double now_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Network> make_flow_network(const core::Topology& topology, const StepGraph& graph) {
+  return std::make_unique<FlowNetwork>(topology, graph);
+}
+
+}  // namespace optiflow::sim

@@ -1,0 +1,37 @@
+// How transfers share links: the part of the simulator that differs between the two models.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "optiflow/sim/simulator.hpp"
+#include "step_graph.hpp"
+
+namespace optiflow::sim {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+/// In-flight transfers. The event loop launches transfers and asks when the next one
+/// arrives; everything is deterministic (ties in launch order).
+class Network {
+ public:
+  virtual ~Network() = default;
+  /// Transfer `id` of `bytes` is ready to move at `now` (never earlier than the last call).
+  virtual void launch(std::int32_t id, double bytes, double now) = 0;
+  /// When the next transfer arrives; kNever when none is in flight.
+  virtual double next_arrival() = 0;
+  /// Moves time to `now` and appends the transfers that have arrived by then, in order.
+  virtual void take_arrivals(double now, std::vector<std::int32_t>& arrived) = 0;
+
+  /// When each transfer's data started to move (after waiting for links).
+  std::vector<double> started_us;
+  /// Per link: time with data on it, and bytes carried.
+  std::vector<double> busy_us, bytes;
+};
+
+std::unique_ptr<Network> make_alpha_beta_network(const core::Topology& topology, const StepGraph& graph);
+std::unique_ptr<Network> make_flow_network(const core::Topology& topology, const StepGraph& graph);
+
+}  // namespace optiflow::sim

@@ -1,0 +1,44 @@
+// A schedule flattened for simulation: steps in one array, their prerequisites counted,
+// each send matched to its receive, each transfer routed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "optiflow/core/schedule.hpp"
+#include "optiflow/core/topology.hpp"
+
+namespace optiflow::sim {
+
+using StepIndex = std::int32_t;
+
+struct SimStep {
+  std::int32_t rank = 0, tb = 0, step = 0;
+  core::StepKind kind = core::StepKind::nop;
+  std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
+  StepIndex next_in_tb = -1;
+  std::int32_t transfer = -1;      ///< the transfer this step sends, -1 if it sends nothing
+  std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
+};
+
+struct SimTransfer {
+  StepIndex send_step = 0;
+  StepIndex recv_step = 0;
+  double fraction = 0;  ///< bytes = fraction * collective size
+  double alpha_us = 0;  ///< sum over the route
+  double bottleneck_GBps = 0;
+  std::int32_t route_begin = 0, route_end = 0;  ///< range in StepGraph::route_links
+};
+
+struct StepGraph {
+  std::vector<SimStep> steps;
+  std::vector<StepIndex> dependents;  ///< steps listing a step in their deps, grouped by step
+  std::vector<SimTransfer> transfers;
+  std::vector<core::LinkId> route_links;
+};
+
+/// Flattens a verified schedule. Throws InputError when a send has no matching receive or a
+/// default route does not exist.
+StepGraph build_step_graph(const core::Topology& topology, const core::Schedule& schedule);
+
+}  // namespace optiflow::sim
