@@ -9,5 +9,10 @@ void add_topo_commands(CLI::App& app);
 void add_bound_command(CLI::App& app);
 void add_compile_commands(CLI::App& app);
 void add_sim_command(CLI::App& app);
+void add_explore_command(CLI::App& app);
+void add_history_command(CLI::App& app);
+
+/// A program on one line (`a; b; split { ... }`), for tables.
+std::string one_line(const std::string& program);
 
 }  // namespace optiflow::cli

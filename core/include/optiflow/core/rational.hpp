@@ -44,6 +44,11 @@ class Rational {
   std::int64_t den_ = 1;
 };
 
+std::optional<Rational> add(Rational a, Rational b);
+std::optional<Rational> sub(Rational a, Rational b);
+std::optional<Rational> mul(Rational a, Rational b);
+std::optional<Rational> div(Rational a, Rational b);
+
 /// Least common multiple, nullopt on overflow.
 std::optional<std::int64_t> checked_lcm(std::int64_t a, std::int64_t b);
 

@@ -1,0 +1,172 @@
+// How fast the simulator evaluates candidates (goals: >= 2000/s alpha-beta, >= 200/s flow for a
+// 32-GPU All-Gather with 8 chunks per rank on a100x4) and how it scales with the cluster
+// (goal: a ring on a100x128, 1024 GPUs, in under a second with alpha-beta).
+//
+// A candidate is an already-compiled schedule; evaluating it = constructing the Simulator and
+// running one size (1 GiB). Construction and run are also timed on their own.
+// Flow-model rings on a100x64 and a100x128 take very long; they run only with
+// OPTIFLOW_BENCH_LARGE_FLOW=1 in the environment.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "optiflow/core/compiler.hpp"
+#include "optiflow/core/generators.hpp"
+#include "optiflow/sim/simulator.hpp"
+
+namespace {
+
+using optiflow::core::Schedule;
+using optiflow::core::Topology;
+using optiflow::sim::Model;
+using optiflow::sim::SimOptions;
+using optiflow::sim::Simulator;
+
+constexpr std::uint64_t kCandidateSize = std::uint64_t{1} << 30;
+
+std::string read_program(const std::string& file) {
+  std::ifstream in(std::string(OPTIFLOW_SOURCE_DIR) + "/datasets/programs/" + file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Topologies and compiled schedules, built once per process and kept: benchmarks time only
+// the simulator.
+const Topology& topology(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Topology>> cache;
+  auto& slot = cache[name];
+  if (!slot) slot = std::make_unique<Topology>(*optiflow::core::make_builtin_topology(name));
+  return *slot;
+}
+
+const Schedule& schedule(const std::string& topo, const std::string& program) {
+  static std::map<std::pair<std::string, std::string>, std::unique_ptr<Schedule>> cache;
+  auto& slot = cache[{topo, program}];
+  if (!slot)
+    slot = std::make_unique<Schedule>(
+        optiflow::core::compile_program(program, "bench.ofl", topology(topo)).schedule);
+  return *slot;
+}
+
+SimOptions options_for(Model model) {
+  SimOptions options;
+  options.model = model;
+  return options;
+}
+
+std::size_t transfers_in(const Schedule& s) {
+  std::size_t sends = 0;
+  for (const auto& program : s.programs)
+    for (const auto& tb : program.tbs)
+      for (const auto& step : tb.steps) sends += optiflow::core::step_sends(step.kind) ? 1 : 0;
+  return sends;
+}
+
+void describe(benchmark::State& state, const Schedule& s) {
+  state.counters["steps"] = static_cast<double>(s.step_count());
+  state.counters["transfers"] = static_cast<double>(transfers_in(s));
+  state.counters["chunks"] = s.chunks;
+}
+
+// --- Candidates: 32-GPU All-Gather on a100x4, 8 chunks per rank. ---
+
+const std::string& candidate_program(int which) {
+  static const std::string multi_ring = read_program("multi-ring.ofl");
+  static const std::string pipelined_ring = "pipeline 8\nring over all\n";
+  return which == 0 ? multi_ring : pipelined_ring;
+}
+
+void BM_Candidate(benchmark::State& state, int program, Model model) {
+  const Topology& topo = topology("a100x4");
+  const Schedule& s = schedule("a100x4", candidate_program(program));
+  const SimOptions options = options_for(model);
+  for (auto _ : state) {
+    const Simulator sim(topo, s, options);
+    benchmark::DoNotOptimize(sim.run(kCandidateSize));
+  }
+  describe(state, s);
+  state.counters["candidates_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_Construct(benchmark::State& state, int program, Model model) {
+  const Topology& topo = topology("a100x4");
+  const Schedule& s = schedule("a100x4", candidate_program(program));
+  const SimOptions options = options_for(model);
+  for (auto _ : state) benchmark::DoNotOptimize(Simulator(topo, s, options));
+  describe(state, s);
+  state.counters["per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_Run(benchmark::State& state, int program, Model model) {
+  const Topology& topo = topology("a100x4");
+  const Schedule& s = schedule("a100x4", candidate_program(program));
+  const Simulator sim(topo, s, options_for(model));
+  for (auto _ : state) benchmark::DoNotOptimize(sim.run(kCandidateSize));
+  describe(state, s);
+  state.counters["per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// --- Scaling: `ring over all` on a100xK, 8K GPUs, K*8 (K*8 - 1) transfers. ---
+
+void BM_Ring(benchmark::State& state, int nodes, Model model, bool construct) {
+  const std::string name = "a100x" + std::to_string(nodes);
+  const Topology& topo = topology(name);
+  const Schedule& s = schedule(name, "ring over all");
+  const SimOptions options = options_for(model);
+  if (construct) {
+    for (auto _ : state) {
+      const Simulator sim(topo, s, options);
+      benchmark::DoNotOptimize(sim.run(kCandidateSize));
+    }
+  } else {
+    const Simulator sim(topo, s, options);
+    for (auto _ : state) benchmark::DoNotOptimize(sim.run(kCandidateSize));
+  }
+  describe(state, s);
+  state.counters["gpus"] = topo.rank_count();
+  // Seconds per transfer (kInvert of a rate): near-constant if the simulator scales linearly.
+  state.counters["s_per_transfer"] = benchmark::Counter(
+      static_cast<double>(transfers_in(s)) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+const bool kRegistered = [] {
+  const std::pair<Model, const char*> models[] = {{Model::alpha_beta, "alpha_beta"},
+                                                  {Model::flow, "flow"}};
+  const char* programs[] = {"multi_ring", "pipeline8_ring"};
+  for (const auto& [model, model_name] : models)
+    for (int p = 0; p < 2; ++p) {
+      const std::string tail = std::string("/") + programs[p] + "/" + model_name;
+      benchmark::RegisterBenchmark(("BM_Candidate" + tail).c_str(), BM_Candidate, p, model)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("BM_Construct" + tail).c_str(), BM_Construct, p, model)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("BM_Run" + tail).c_str(), BM_Run, p, model)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  const bool large_flow = std::getenv("OPTIFLOW_BENCH_LARGE_FLOW") != nullptr;
+  for (const auto& [model, model_name] : models)
+    for (int nodes : {1, 4, 16, 64, 128}) {
+      if (model == Model::flow && nodes > 16 && !large_flow) continue;
+      const std::string tail = "/a100x" + std::to_string(nodes) + "/" + model_name;
+      benchmark::RegisterBenchmark(("BM_RingRun" + tail).c_str(), BM_Ring, nodes, model, false)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("BM_RingConstructAndRun" + tail).c_str(), BM_Ring, nodes, model,
+                                   true)
+          ->Unit(benchmark::kMillisecond);
+    }
+  return true;
+}();
+
+}  // namespace

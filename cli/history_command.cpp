@@ -1,0 +1,200 @@
+// `optiflow history runs | run RUN | best | program ID | export`: queries over the database.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
+#include "optiflow/core/error.hpp"
+#include "optiflow/core/sizes.hpp"
+#include "optiflow/db/history.hpp"
+#include "optiflow/db/store.hpp"
+
+namespace optiflow::cli {
+namespace {
+
+struct HistoryArgs {
+  std::string db = "optiflow.db";
+  db::HistoryFilter filter;
+  std::string size, format = "csv", output, model = "alpha-beta";
+  std::int64_t id = 0;
+};
+
+db::Store open_store(const HistoryArgs& args) {
+  if (!std::filesystem::exists(args.db))
+    throw core::InputError(core::SourceLocation{args.db, 0, 0, {}},
+                           "no such database (run optiflow explore first)");
+  return db::Store::open(args.db);
+}
+
+void print_best(const std::vector<db::BestEntry>& best, const std::string& size_filter,
+                const db::Store& store) {
+  std::cout << strprintf("%8s %6s %8s %12s %11s %8s  %s\n", "size", "run", "program", "time_us",
+                         "busbw GB/s", "x bound", "program text");
+  const std::uint64_t only = size_filter.empty() ? 0 : core::parse_size(size_filter, "--size");
+  for (const auto& b : best) {
+    if (only && b.size_bytes != only) continue;
+    const auto program = store.program(b.program_id);
+    std::cout << strprintf(
+        "%8s %6lld %8lld %12.3f %11.2f %8.3f  %s\n", core::format_size(b.size_bytes).c_str(),
+        static_cast<long long>(b.run_id), static_cast<long long>(b.program_id), b.perf.time_us,
+        b.perf.busbw_GBps, b.perf.bound_us > 0 ? b.perf.time_us / b.perf.bound_us : 0.0,
+        program ? one_line(program->source).substr(0, 60).c_str() : "?");
+  }
+}
+
+void runs(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  std::cout << strprintf("%5s %-20s %-16s %-13s %-8s %6s %9s %9s  %s\n", "run", "started",
+                         "topology", "collective", "proposer", "seed", "evaluated", "status",
+                         "sizes");
+  for (const auto& r : db::list_runs(store, args.filter)) {
+    const auto& s = r.run.sizes;
+    std::cout << strprintf("%5lld %-20s %-16s %-13s %-8s %6llu %4lld/%-4lld %9s  %s:%s\n",
+                           static_cast<long long>(r.run.id), r.run.started_at.substr(0, 19).c_str(),
+                           r.run.topology_name.c_str(), r.run.collective.c_str(),
+                           r.run.proposer.c_str(), static_cast<unsigned long long>(r.run.seed),
+                           static_cast<long long>(r.stats.candidates),
+                           static_cast<long long>(r.run.budget), r.run.status.c_str(),
+                           s.empty() ? "" : core::format_size(s.front()).c_str(),
+                           s.empty() ? "" : core::format_size(s.back()).c_str());
+  }
+}
+
+void run(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  const auto detail = db::run_detail(store, args.id, args.model);
+  if (!detail)
+    throw core::InputError(core::SourceLocation{args.db, 0, 0, "RUN"},
+                           "no run " + std::to_string(args.id));
+  const auto& r = detail->run;
+  std::cout << strprintf(
+      "run %lld: %s on %s, proposer %s, seed %llu, %lld of %lld candidates (%lld compiled), %s\n",
+      static_cast<long long>(r.id), r.collective.c_str(), r.topology_name.c_str(),
+      r.proposer.c_str(), static_cast<unsigned long long>(r.seed),
+      static_cast<long long>(detail->stats.candidates), static_cast<long long>(r.budget),
+      static_cast<long long>(detail->stats.compiled), r.status.c_str());
+  std::cout << strprintf("started %s, finished %s, host %s, revision %s\n\n", r.started_at.c_str(),
+                         r.finished_at.empty() ? "-" : r.finished_at.c_str(), r.host.c_str(),
+                         r.git_revision.c_str());
+  print_best(detail->best, args.size, store);
+  std::cout
+      << "\nprogress (best time_us after each iteration, smallest / middle / largest size):\n";
+  for (const auto& p : detail->progress) {
+    std::string row =
+        strprintf("  iteration %3lld (%4lld candidates):", static_cast<long long>(p.iteration),
+                  static_cast<long long>(p.candidates));
+    for (std::size_t i : {std::size_t{0}, p.best_time_us.size() / 2, p.best_time_us.size() - 1})
+      if (i < p.best_time_us.size())
+        row += p.best_time_us[i] ? strprintf(" %12.3f", *p.best_time_us[i]) : "            -";
+    std::cout << row << "\n";
+  }
+}
+
+void best(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  print_best(db::best_across_runs(store, args.filter, args.model), args.size, store);
+}
+
+void program(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  const auto lineage = db::program_lineage(store, args.id);
+  if (!lineage)
+    throw core::InputError(core::SourceLocation{args.db, 0, 0, "ID"},
+                           "no program " + std::to_string(args.id));
+  std::cout << strprintf("program %lld (%s, %s, hash %s):\n%s\n",
+                         static_cast<long long>(lineage->program.id),
+                         lineage->program.origin.c_str(), lineage->program.created_at.c_str(),
+                         lineage->program.hash.c_str(), lineage->program.source.c_str());
+  std::cout << "lineage:\n";
+  if (lineage->ancestors.empty())
+    std::cout << "  (no parents: a template or an imported program)\n";
+  for (const auto& a : lineage->ancestors)
+    std::cout << strprintf("  %*s#%lld %s\n", 2 * (a.depth - 1), "",
+                           static_cast<long long>(a.program.id),
+                           one_line(a.program.source).substr(0, 70).c_str());
+  std::cout << "\nresults:\n";
+  for (const auto& r : lineage->results)
+    std::cout << strprintf(
+        "  %-16s %-13s %-10s %8s %12.3f us %10.2f GB/s busbw\n", r.topology.c_str(),
+        r.collective.c_str(), (r.backend.empty() ? r.model : r.backend).c_str(),
+        core::format_size(r.perf.size_bytes).c_str(), r.perf.time_us, r.perf.busbw_GBps);
+}
+
+void export_results(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  const auto rows = store.results(args.filter);
+  if (args.format != "csv" && args.format != "json")
+    throw core::InputError(core::SourceLocation{"command line", 0, 0, "--format"},
+                           "use csv or json");
+  const std::string text = args.format == "csv" ? db::results_csv(rows) : db::results_json(rows);
+  if (args.output.empty())
+    std::cout << text;
+  else
+    write_text_file(args.output, text);
+}
+
+void add_filters(CLI::App& cmd, HistoryArgs& args) {
+  cmd.add_option("--topo", args.filter.topology, "topology name");
+  cmd.add_option("--collective", args.filter.collective, "allgather | reducescatter | allreduce");
+  cmd.add_option("--origin", args.filter.origin, "offline | llm | baseline | import | user");
+  cmd.add_option("--since", args.filter.since, "runs started at or after this date (YYYY-MM-DD)");
+}
+
+}  // namespace
+
+std::string one_line(const std::string& program) {
+  std::string line;
+  bool space = false;
+  for (char c : program) {
+    if (c == '\n') {
+      if (!line.empty() && line.back() != '{' && line.back() != ';') line += ";";
+      space = true;
+    } else if (c == ' ' && (line.empty() || space)) {
+      continue;
+    } else {
+      if (space && !line.empty()) line += ' ';
+      space = false;
+      line += c;
+    }
+  }
+  while (!line.empty() && line.back() == ';') line.pop_back();
+  return line;
+}
+
+void add_history_command(CLI::App& app) {
+  auto* history = app.add_subcommand("history", "Query the results database");
+  history->require_subcommand(1);
+  auto args = std::make_shared<HistoryArgs>();
+  history->add_option("--db", args->db, "SQLite database")->capture_default_str();
+  history->add_option("--model", args->model, "alpha-beta | flow")->capture_default_str();
+
+  auto* list = history->add_subcommand("runs", "List explorations");
+  add_filters(*list, *args);
+  list->callback([args] { runs(*args); });
+
+  auto* one =
+      history->add_subcommand("run", "One run: best program per size, progress per iteration");
+  one->add_option("RUN", args->id, "run id")->required();
+  one->add_option("--size", args->size, "only this size");
+  one->callback([args] { run(*args); });
+
+  auto* top = history->add_subcommand("best", "Best program per size across runs");
+  add_filters(*top, *args);
+  top->add_option("--size", args->size, "only this size");
+  top->callback([args] { best(*args); });
+
+  auto* prog = history->add_subcommand("program", "A program, its lineage and its results");
+  prog->add_option("ID", args->id, "program id")->required();
+  prog->callback([args] { program(*args); });
+
+  auto* exp = history->add_subcommand("export", "Every simulated result as CSV or JSON");
+  add_filters(*exp, *args);
+  exp->add_option("--run", args->filter.run_id, "one run");
+  exp->add_option("--format", args->format, "csv | json")->capture_default_str();
+  exp->add_option("-o,--output", args->output, "file (default: standard output)");
+  exp->callback([args] { export_results(*args); });
+}
+
+}  // namespace optiflow::cli

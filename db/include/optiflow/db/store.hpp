@@ -1,0 +1,243 @@
+// The SQLite store: every topology, run, program, compilation, schedule, simulation,
+// hardware measurement and model call (docs/database.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace optiflow::db {
+
+/// A failed SQLite call: the call, the SQLite result code and its message. Also thrown, with
+/// SQLITE_MISUSE (21), for a record that contradicts itself (say, compiled without a schedule
+/// hash), and with SQLITE_ERROR (1) for a database whose schema is newer than this build.
+class DbError : public std::runtime_error {
+ public:
+  DbError(const std::string& call, int code, const std::string& message)
+      : std::runtime_error("sqlite: " + call + ": " + message + " (code " + std::to_string(code) +
+                           ")"),
+        code_(code),
+        call_(call),
+        message_(message) {}
+  int code() const { return code_; }  ///< primary SQLite result code (SQLITE_CONSTRAINT = 19, ...)
+  const std::string& call() const { return call_; }
+  const std::string& message() const { return message_; }  ///< SQLite's text, without the call
+  /// A UNIQUE, CHECK, NOT NULL or FOREIGN KEY constraint failed (e.g. a candidate recorded twice).
+  bool is_constraint() const { return (code_ & 0xff) == 19; }
+
+ private:
+  int code_;
+  std::string call_, message_;
+};
+
+using Id = std::int64_t;
+
+struct RunInfo {
+  Id id = 0;
+  Id topology_id = 0;
+  std::string topology_name;         ///< filled when read; ignored by begin_run
+  std::string collective;            ///< "allgather", ...
+  std::vector<std::uint64_t> sizes;  ///< bytes; read back ascending, without repeats
+  std::string proposer;              ///< "offline" | "llm"
+  std::uint64_t seed = 0;
+  std::int64_t budget = 0;              ///< candidates
+  std::string status;                   ///< "running" | "finished" | "interrupted" | "failed"
+  std::string started_at, finished_at;  ///< ISO 8601 UTC; begin_run: empty started_at = now
+  std::string host, git_revision;       ///< begin_run: empty host = this machine's name
+  std::string options_json;             ///< everything else that defines the run
+};
+
+/// Simulated (or measured) performance of one schedule at one size.
+struct PerfRow {
+  std::uint64_t size_bytes = 0;
+  double time_us = 0;
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+  double bound_us = 0;
+};
+
+/// One evaluated candidate of a run, written in one transaction.
+struct CandidateRecord {
+  Id run_id = 0;
+  std::int64_t seq = 0;        ///< 0, 1, 2, ... within the run
+  std::int64_t iteration = 0;  ///< proposal round
+  std::int64_t island = 0;     ///< population island / cell
+  std::string program_source;
+  std::string origin;  ///< offline | llm | baseline | import | user
+  std::vector<Id> parent_program_ids;
+  std::string collective;
+  bool compiled = false;
+  std::string diagnostics;  ///< when !compiled
+  double compile_ms = 0;
+  std::string schedule_hash;  ///< when compiled; empty: content_hash(schedule_json)
+  std::string schedule_json;  ///< stored only when non-empty (e.g. winners)
+  std::int64_t schedule_chunks = 0, schedule_steps = 0;
+  std::string model = "alpha-beta";
+  std::vector<PerfRow> sims;  ///< per size; only when compiled
+};
+
+/// A committed candidate, as candidates() gives it back.
+struct StoredCandidate {
+  std::int64_t seq = 0, iteration = 0, island = 0;
+  Id program_id = 0;
+  std::string program_source;
+  bool compiled = false;
+  std::string diagnostics;
+  std::string schedule_hash;
+  std::vector<PerfRow> sims;  ///< the candidate's model, at the run's sizes, ascending
+};
+
+/// The outcome of compiling a program for a topology and collective (the compile cache).
+struct CompilationInfo {
+  Id program_id = 0;
+  bool compiled = false;
+  std::string diagnostics;
+  double compile_ms = 0;
+  std::string schedule_hash;  ///< when compiled
+  std::int64_t schedule_chunks = 0, schedule_steps = 0;
+};
+
+/// Best program per size for a topology and collective, across runs (history).
+struct BestEntry {
+  std::uint64_t size_bytes = 0;
+  Id run_id = 0;
+  Id program_id = 0;
+  std::string schedule_hash;
+  PerfRow perf;
+};
+
+struct ProgramInfo {
+  Id id = 0;
+  std::string hash, source, origin, created_at;
+  std::vector<Id> parents;  ///< in the order first recorded
+};
+
+struct HistoryFilter {
+  std::string topology;    ///< name, empty = any
+  std::string collective;  ///< empty = any
+  std::string origin;      ///< program origin, empty = any
+  std::string since;       ///< ISO date/time, runs started at or after it; empty = any
+  Id run_id = 0;           ///< one run; 0 = any
+};
+
+/// Counts over a run's committed candidates.
+struct RunStats {
+  std::int64_t candidates = 0;
+  std::int64_t compiled = 0;
+  std::int64_t last_iteration = -1;  ///< -1: none yet
+};
+
+/// One simulation row of one candidate (history, CSV/JSON export).
+struct ResultRow {
+  Id run_id = 0;
+  std::int64_t seq = 0, iteration = 0;
+  Id program_id = 0;
+  std::string origin, topology, collective, model, schedule_hash;
+  std::string recorded_at;  ///< when the candidate was committed, ISO 8601 UTC
+  PerfRow perf;
+};
+
+/// One call to a language model, as recorded by the proposer.
+struct ModelCall {
+  Id id = 0;
+  Id run_id = 0;
+  std::string model;
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  double latency_ms = 0;
+  std::string request, response, called_at;
+};
+
+/// One SQLite file: WAL mode, foreign keys on, schema migrated forward on open, every write
+/// in a transaction. Readers (the GUI, `optiflow history`) may open it while a run writes.
+/// A Store is one connection: use it from one thread at a time (open one per thread).
+class Store {
+ public:
+  /// Opens (creating if needed) and migrates to the current schema version. Throws DbError
+  /// for a file SQLite cannot open and for a schema newer than kSchemaVersion.
+  static Store open(const std::string& path);
+  ~Store();
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+
+  static constexpr int kSchemaVersion = 1;
+  int schema_version() const;
+
+  /// Stores a topology once per content hash of its JSON; returns its id. The name is the
+  /// one given first.
+  Id put_topology(const std::string& name, const std::string& topology_json);
+
+  Id begin_run(RunInfo info);  ///< info.id ignored; status "running"
+  std::optional<RunInfo> run(Id id) const;
+  std::vector<RunInfo> runs(const HistoryFilter& filter = {}) const;  ///< by start time
+  /// Sets finished_at unless "running" (which clears it: a resumed run). Unknown id: DbError.
+  void set_run_status(Id id, const std::string& status);
+  RunStats run_stats(Id run_id) const;
+
+  /// Writes program (deduplicated by hash, parents recorded), compilation (deduplicated per
+  /// program/topology/collective; the newest outcome is kept), schedule (by hash), simulation
+  /// rows (kept once per schedule/topology/model/size), and the run's candidate row, all in
+  /// one transaction. A candidate (run, seq) is written at most once: recording it again is
+  /// a DbError with is_constraint(), and nothing of the second record is written. Returns the
+  /// program's id.
+  Id record_candidate(const CandidateRecord& record);
+  /// The candidates of a run already committed, in seq order (for --resume).
+  std::vector<StoredCandidate> candidates(Id run_id) const;
+
+  /// Stores a schedule once per hash (empty hash: content_hash(schedule_json)); fills in the
+  /// JSON of one stored without it (a run's winners). Returns its id.
+  Id put_schedule(const std::string& schedule_hash, const std::string& schedule_json,
+                  std::int64_t chunks, std::int64_t steps);
+
+  /// Cached compilation of a program (by content) for a topology and collective, if any.
+  std::optional<CompilationInfo> cached_compilation(const std::string& program_source,
+                                                    Id topology_id,
+                                                    const std::string& collective) const;
+  /// Cached simulation of a schedule (by hash) on a topology and model, if any.
+  std::optional<std::vector<PerfRow>> cached_sims(const std::string& schedule_hash, Id topology_id,
+                                                  const std::string& model) const;
+
+  /// Best result per size over all runs matching the filter (lowest time_us; ties: earliest).
+  std::vector<BestEntry> best(const HistoryFilter& filter,
+                              const std::string& model = "alpha-beta") const;
+  /// Every simulation row of every candidate matching the filter, all models, at the runs'
+  /// sizes, ordered by run, seq, model, size.
+  std::vector<ResultRow> results(const HistoryFilter& filter) const;
+  std::optional<ProgramInfo> program(Id id) const;
+  std::optional<std::string> schedule_json(const std::string& schedule_hash) const;
+  /// All simulation rows (and hardware measurements) of a program's schedules, with the
+  /// topology name and model.
+  struct ProgramResult {
+    std::string topology, collective, model;
+    std::string schedule_hash;
+    std::string backend;    ///< non-empty: measured on hardware with this backend (model empty)
+    std::string host_info;  ///< hardware rows only
+    PerfRow perf;
+  };
+  std::vector<ProgramResult> program_results(Id program_id) const;
+
+  /// Hardware measurements and model calls (written by later features; readable now).
+  /// record_hw_result needs the schedule stored first (record_candidate or put_schedule).
+  void record_hw_result(const std::string& schedule_hash, Id topology_id,
+                        const std::string& backend, const PerfRow& perf,
+                        const std::string& host_info);
+  void record_model_call(Id run_id, const std::string& model, std::int64_t prompt_tokens,
+                         std::int64_t completion_tokens, double latency_ms,
+                         const std::string& request, const std::string& response);
+  std::vector<ModelCall> model_calls(Id run_id) const;
+
+  struct Impl;  ///< opaque
+
+ private:
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Content hash of programs, schedules and topologies: 64-bit FNV-1a of the bytes as 16 hex
+/// digits, stable across platforms. Where a hash matches, the stored text is compared too, so
+/// a collision is reported (DbError) rather than merging two different contents.
+std::string content_hash(const std::string& bytes);
+
+}  // namespace optiflow::db

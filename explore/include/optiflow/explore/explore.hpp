@@ -1,0 +1,63 @@
+// The search loop: propose -> compile -> verify -> simulate -> select -> refine, every
+// candidate stored (docs/explore.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optiflow/core/collective.hpp"
+
+namespace optiflow::explore {
+
+struct ExploreOptions {
+  std::string topology = "a100x4";  ///< built-in name or topology JSON file
+  core::Collective collective = core::Collective::all_gather;
+  std::vector<std::uint64_t> sizes;  ///< empty = 1K:1G
+  std::int64_t budget = 500;         ///< candidates evaluated (duplicates are free)
+  double time_limit_s = 0;           ///< 0 = none; a time limit makes runs irreproducible
+  std::string proposer = "offline";
+  std::uint64_t seed = 1;
+  std::string db_path = "optiflow.db";
+  std::optional<std::int64_t> resume;  ///< continue this run (its own options apply)
+  std::string out_dir = "optiflow-out";
+  unsigned threads = 0;  ///< 0 = all cores; results do not depend on it
+};
+
+/// The best schedule found for one size.
+struct SizeWinner {
+  std::uint64_t size_bytes = 0;
+  std::int64_t program_id = 0;
+  std::string program_source;
+  double time_us = 0, busbw_GBps = 0, bound_us = 0;
+  double flow_busbw_GBps = 0;   ///< the same schedule in the flow model
+  double baseline_time_us = 0;  ///< NCCL-style ring at this size (0 if none)
+  std::string schedule_path, msccl_path;
+};
+
+struct ExploreResult {
+  std::int64_t run_id = 0;
+  std::string topology;
+  std::int64_t candidates = 0;  ///< evaluated in this run, in total
+  std::int64_t compiled = 0;    ///< of which compiled and verified
+  double seconds = 0;
+  std::string baseline;  ///< the baseline's program
+  std::vector<SizeWinner> winners;
+};
+
+/// What the progress display shows after each batch.
+struct Progress {
+  std::int64_t done = 0, budget = 0;
+  double seconds = 0;
+  std::vector<std::uint64_t> sizes;
+  std::vector<double> best_busbw_GBps, best_bound_ratio;  ///< per size; 0 = none yet
+};
+using ProgressSink = std::function<void(const Progress&)>;
+
+/// Runs (or resumes) an exploration. Throws core::InputError for bad options, db::DbError
+/// for storage failures; whatever was committed before a failure stays committed.
+ExploreResult explore(const ExploreOptions& options, const ProgressSink& progress = {});
+
+}  // namespace optiflow::explore

@@ -1,0 +1,384 @@
+// The exploration loop (docs/explore.md). Proposals are made and committed in sequence
+// order; only compilation and simulation run in parallel, so the same seed gives the same
+// run whatever the thread count.
+#include "optiflow/explore/explore.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "evaluator.hpp"
+#include "optiflow/core/bounds.hpp"
+#include "optiflow/core/error.hpp"
+#include "optiflow/core/msccl_xml.hpp"
+#include "optiflow/core/sizes.hpp"
+#include "optiflow/core/topology_io.hpp"
+#include "optiflow/db/store.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "program_database.hpp"
+
+#ifndef OPTIFLOW_GIT_REVISION
+#define OPTIFLOW_GIT_REVISION "unknown"
+#endif
+
+namespace optiflow::explore {
+namespace {
+
+constexpr std::size_t kBatch =
+    16;  // proposals per iteration (fixed: results must not depend on cores)
+constexpr std::size_t kIslands = 4;
+constexpr std::size_t kPerIsland = 8;
+constexpr std::int64_t kMigrateEvery = 4;  // iterations
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64: independent seeds per proposal
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <typename F>
+void parallel_for(std::size_t count, unsigned threads, F body) {
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < count; i = next++) body(i);
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < threads && t < count; ++t) pool.emplace_back(work);
+  work();
+}
+
+std::string hostname() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+}
+
+std::string baseline_program(const core::Topology& topo) {
+  int hosts = 0, per_host = 0;
+  for (core::NodeId gpu : topo.gpus_by_rank()) {
+    hosts = std::max(hosts, topo.node(gpu).host + 1);
+    per_host = std::max(per_host, topo.node(gpu).local + 1);
+  }
+  if (hosts > 1 && per_host > 1)
+    return "split nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n";
+  return "ring over all\n";
+}
+
+// One proposal and, once evaluated, its results.
+struct Candidate {
+  std::int64_t seq = 0, iteration = 0;
+  int island = -1;  // -1: a template, offered to every island
+  std::string source, canonical, diagnostics;
+  std::vector<std::int64_t> parent_ids;
+  Compiled compiled;
+  Simulated simulated;
+  bool reused = false;  // same program as an earlier candidate of this run
+};
+
+class Exploration {
+ public:
+  Exploration(const ExploreOptions& options, const ProgressSink& progress)
+      : options_(options),
+        progress_(progress),
+        store_(db::Store::open(options.db_path)),
+        start_(Clock::now()) {}
+
+  ExploreResult run() {
+    open_run();
+    const auto templates = proposer_->initial_programs();
+    std::size_t next_template = 0;
+    std::mt19937_64 rng(options_.seed);
+    std::int64_t seq = 0, iteration = 0;
+    while (seq < options_.budget && !out_of_time()) {
+      std::vector<Candidate> batch;
+      for (std::size_t k = 0; k < kBatch && seq < options_.budget; ++k, ++seq) {
+        Candidate c;
+        c.seq = seq;
+        c.iteration = iteration;
+        if (next_template < templates.size()) {
+          c.source = templates[next_template++];
+        } else {
+          propose(c, rng);
+        }
+        batch.push_back(std::move(c));
+      }
+      evaluate(batch);
+      for (Candidate& c : batch) commit(c);
+      if (++iteration % kMigrateEvery == 0) population_.migrate();
+      report();
+    }
+    store_.set_run_status(run_id_, seq >= options_.budget ? "finished" : "interrupted");
+    return finish(seq);
+  }
+
+ private:
+  void open_run() {
+    if (options_.resume) {
+      const auto info = store_.run(*options_.resume);
+      if (!info)
+        throw core::InputError(core::SourceLocation{options_.db_path, 0, 0, "--resume"},
+                               "no run " + std::to_string(*options_.resume) + " in this database");
+      const auto saved = nlohmann::json::parse(info->options_json);
+      options_.topology = saved.at("topology").get<std::string>();
+      options_.collective = *core::collective_from_string(info->collective);
+      options_.sizes = info->sizes;
+      options_.budget = info->budget;
+      options_.seed = info->seed;
+      options_.proposer = info->proposer;
+      run_id_ = info->id;
+      committed_ = store_.candidates(run_id_);
+    }
+    if (options_.sizes.empty()) options_.sizes = core::parse_sizes("1K:1G");
+    if (options_.proposer != "offline")
+      throw core::InputError(core::SourceLocation{"command line", 0, 0, "--proposer"},
+                             "proposer '" + options_.proposer + "' is not available (offline)");
+    topology_ = std::make_unique<core::Topology>(core::load_topology(options_.topology));
+    bound_ = std::make_unique<core::LowerBound>(
+        core::LowerBound::compute(*topology_, options_.collective));
+    for (auto size : options_.sizes) bound_us_.push_back(bound_->at(size).time_us);
+    topology_id_ = store_.put_topology(topology_->name(), core::write_topology_json(*topology_));
+    context_ = llm::ProposalContext{topology_.get(), options_.collective, options_.sizes};
+    proposer_ = llm::make_offline_proposer(context_);
+    population_ = ProgramDatabase(options_.sizes.size(), kIslands, kPerIsland);
+    best_.assign(options_.sizes.size(), Best{});
+    if (!options_.resume) {
+      db::RunInfo info;
+      info.topology_id = topology_id_;
+      info.topology_name = topology_->name();
+      info.collective = std::string(core::to_string(options_.collective));
+      info.sizes = options_.sizes;
+      info.proposer = options_.proposer;
+      info.seed = options_.seed;
+      info.budget = options_.budget;
+      info.host = hostname();
+      info.git_revision = OPTIFLOW_GIT_REVISION;
+      info.options_json =
+          nlohmann::json{{"topology", options_.topology}, {"time_limit_s", options_.time_limit_s}}
+              .dump();
+      run_id_ = store_.begin_run(info);
+    } else {
+      store_.set_run_status(run_id_, "running");
+    }
+  }
+
+  bool out_of_time() const {
+    return options_.time_limit_s > 0 &&
+           std::chrono::duration<double>(Clock::now() - start_).count() > options_.time_limit_s;
+  }
+
+  void propose(Candidate& c, std::mt19937_64& rng) {
+    c.island = static_cast<int>(static_cast<std::size_t>(c.seq) % population_.island_count());
+    const auto parents = population_.parents(static_cast<std::size_t>(c.island), rng);
+    llm::ProposalRequest request;
+    request.seed = mix(options_.seed ^ mix(static_cast<std::uint64_t>(c.seq)));
+    for (const Entry* p : parents) {
+      request.parents.push_back(p->parent);
+      c.parent_ids.push_back(p->program_id);
+    }
+    if (request.parents.empty())
+      request.parents.push_back(llm::Parent{baseline_program(*topology_), {}, {}, {}, {}});
+    c.source = proposer_->propose(request);
+  }
+
+  // Parse serially (cheap, and finds repeats), compile and simulate in parallel.
+  void evaluate(std::vector<Candidate>& batch) {
+    std::vector<std::size_t> fresh;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Candidate& c = batch[i];
+      c.canonical = canonical_program(c.source, c.diagnostics);
+      if (c.canonical.empty()) continue;
+      if (auto it = seen_.find(c.canonical); it != seen_.end()) {
+        c.compiled = it->second.first;
+        c.simulated = it->second.second;
+        c.reused = true;
+        continue;
+      }
+      fresh.push_back(i);
+      seen_[c.canonical];  // later repeats in this batch wait for this one
+    }
+    const unsigned threads =
+        options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
+    parallel_for(fresh.size(), threads, [&](std::size_t k) {
+      Candidate& c = batch[fresh[k]];
+      c.compiled = compile_candidate(c.canonical, *topology_, options_.collective);
+      if (c.compiled.ok)
+        c.simulated = simulate_candidate(c.compiled.schedule, *topology_, options_.sizes);
+    });
+    for (std::size_t i : fresh)
+      seen_[batch[i].canonical] = {batch[i].compiled.light(), batch[i].simulated};
+    for (Candidate& c : batch)
+      if (c.reused) {
+        c.compiled = seen_[c.canonical].first;
+        c.simulated = seen_[c.canonical].second;
+      }
+  }
+
+  void commit(Candidate& c) {
+    const bool ok = !c.canonical.empty() && c.compiled.ok;
+    const bool improves = ok && improves_some_size(c);
+    std::int64_t program_id = 0;
+    if (static_cast<std::size_t>(c.seq) < committed_.size()) {
+      const auto& stored = committed_[static_cast<std::size_t>(c.seq)];
+      if (stored.program_source != (c.canonical.empty() ? c.source : c.canonical))
+        throw core::InputError(core::SourceLocation{options_.db_path, 0, 0, "--resume"},
+                               "run " + std::to_string(run_id_) + " cannot be resumed: candidate " +
+                                   std::to_string(c.seq) +
+                                   " is no longer reproduced (the code changed?)");
+      program_id = stored.program_id;
+    } else {
+      db::CandidateRecord r;
+      r.run_id = run_id_;
+      r.seq = c.seq;
+      r.iteration = c.iteration;
+      r.island = c.island;
+      r.program_source = c.canonical.empty() ? c.source : c.canonical;
+      r.origin = "offline";
+      r.parent_program_ids = c.parent_ids;
+      r.collective = std::string(core::to_string(options_.collective));
+      r.compiled = ok;
+      r.diagnostics = c.canonical.empty() ? c.diagnostics : c.compiled.diagnostics;
+      r.compile_ms = c.compiled.compile_ms;
+      if (ok) {
+        r.schedule_hash = c.compiled.schedule_hash;
+        if (improves) r.schedule_json = c.compiled.schedule_json;
+        r.schedule_chunks = c.compiled.chunks;
+        r.schedule_steps = c.compiled.steps;
+        for (std::size_t s = 0; s < options_.sizes.size(); ++s)
+          r.sims.push_back(db::PerfRow{options_.sizes[s], c.simulated.time_us[s],
+                                       c.simulated.algbw_GBps[s], c.simulated.busbw_GBps[s],
+                                       bound_us_[s]});
+      }
+      program_id = store_.record_candidate(r);
+    }
+    Entry entry;
+    entry.seq = c.seq;
+    entry.program_id = program_id;
+    entry.parent.source = c.canonical.empty() ? c.source : c.canonical;
+    entry.parent.diagnostics = c.canonical.empty() ? c.diagnostics : c.compiled.diagnostics;
+    if (ok) {
+      entry.time_us = c.simulated.time_us;
+      for (std::size_t s = 0; s < options_.sizes.size(); ++s)
+        entry.parent.results.push_back(llm::SizeResult{options_.sizes[s], c.simulated.time_us[s],
+                                                       c.simulated.time_us[s] / bound_us_[s]});
+      entry.parent.busiest_links = c.simulated.busiest_links;
+      entry.parent.idle_links = c.simulated.idle_links;
+      record_best(entry, c);
+    }
+    population_.add(entry, c.island);
+    ++evaluated_;
+    compiled_ += ok ? 1 : 0;
+  }
+
+  bool improves_some_size(const Candidate& c) const {
+    for (std::size_t s = 0; s < best_.size(); ++s)
+      if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us) return true;
+    return false;
+  }
+
+  void record_best(const Entry& entry, const Candidate& c) {
+    for (std::size_t s = 0; s < best_.size(); ++s)
+      if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us)
+        best_[s] = Best{c.simulated.time_us[s], c.simulated.busbw_GBps[s], entry.program_id,
+                        entry.parent.source};
+  }
+
+  void report() const {
+    if (!progress_) return;
+    Progress p;
+    p.done = evaluated_;
+    p.budget = options_.budget;
+    p.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    p.sizes = options_.sizes;
+    for (std::size_t s = 0; s < best_.size(); ++s) {
+      p.best_busbw_GBps.push_back(best_[s].busbw_GBps);
+      p.best_bound_ratio.push_back(best_[s].time_us > 0 ? best_[s].time_us / bound_us_[s] : 0);
+    }
+    progress_(p);
+  }
+
+  ExploreResult finish(std::int64_t seq) {
+    ExploreResult result;
+    result.run_id = run_id_;
+    result.topology = topology_->name();
+    result.candidates = seq;
+    result.compiled = compiled_;
+    result.baseline = baseline_program(*topology_);
+    const Compiled baseline = compile_candidate(result.baseline, *topology_, options_.collective);
+    Simulated baseline_times;
+    if (baseline.ok)
+      baseline_times = simulate_candidate(baseline.schedule, *topology_, options_.sizes);
+    std::filesystem::create_directories(options_.out_dir);
+    std::map<std::string, Compiled> compiled_winners;
+    for (std::size_t s = 0; s < options_.sizes.size(); ++s) {
+      if (best_[s].time_us == 0) continue;
+      SizeWinner w;
+      w.size_bytes = options_.sizes[s];
+      w.program_id = best_[s].program_id;
+      w.program_source = best_[s].source;
+      w.time_us = best_[s].time_us;
+      w.busbw_GBps = best_[s].busbw_GBps;
+      w.bound_us = bound_us_[s];
+      if (baseline.ok) w.baseline_time_us = baseline_times.time_us[s];
+      auto [it, inserted] = compiled_winners.try_emplace(w.program_source);
+      if (inserted)
+        it->second = compile_candidate(w.program_source, *topology_, options_.collective);
+      const Compiled& winner = it->second;
+      const std::string stem = options_.out_dir + "/" +
+                               std::string(core::to_string(options_.collective)) + "-" +
+                               topology_->name() + "-" + std::to_string(w.size_bytes);
+      w.schedule_path = stem + ".json";
+      w.msccl_path = stem + ".xml";
+      std::ofstream(w.schedule_path, std::ios::binary) << winner.schedule_json;
+      core::MscclExportOptions xml;
+      xml.min_bytes = s == 0 ? 0 : options_.sizes[s - 1] + 1;
+      xml.max_bytes = w.size_bytes;
+      std::ofstream(w.msccl_path, std::ios::binary) << core::write_msccl_xml(winner.schedule, xml);
+      sim::SimOptions flow;
+      flow.model = sim::Model::flow;
+      w.flow_busbw_GBps =
+          sim::Simulator(*topology_, winner.schedule, flow).run(w.size_bytes).busbw_GBps;
+      result.winners.push_back(std::move(w));
+    }
+    result.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    return result;
+  }
+
+  struct Best {
+    double time_us = 0, busbw_GBps = 0;
+    std::int64_t program_id = 0;
+    std::string source;
+  };
+
+  ExploreOptions options_;
+  const ProgressSink& progress_;
+  db::Store store_;
+  Clock::time_point start_;
+  std::int64_t run_id_ = 0, topology_id_ = 0, evaluated_ = 0, compiled_ = 0;
+  std::vector<db::StoredCandidate> committed_;
+  std::unique_ptr<core::Topology> topology_;
+  std::unique_ptr<core::LowerBound> bound_;
+  std::vector<double> bound_us_;
+  llm::ProposalContext context_;
+  std::unique_ptr<llm::Proposer> proposer_;
+  ProgramDatabase population_{1, 1, 1};
+  std::vector<Best> best_;
+  std::map<std::string, std::pair<Compiled, Simulated>> seen_;
+};
+
+}  // namespace
+
+ExploreResult explore(const ExploreOptions& options, const ProgressSink& progress) {
+  return Exploration(options, progress).run();
+}
+
+}  // namespace optiflow::explore

@@ -1,0 +1,130 @@
+#include "templates.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace optiflow::llm {
+namespace {
+
+bool power_of_two(int n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
+
+struct Shape {
+  int ranks = 0, hosts = 0, per_host = 0;
+};
+
+Shape shape_of(const core::Topology& topo) {
+  Shape s;
+  s.ranks = topo.rank_count();
+  for (core::NodeId gpu : topo.gpus_by_rank()) {
+    s.hosts = std::max(s.hosts, topo.node(gpu).host + 1);
+    s.per_host = std::max(s.per_host, topo.node(gpu).local + 1);
+  }
+  return s;
+}
+
+// Each GPU's bandwidth to the network: its NIC port, the slower direction of GPU -> NIC ->
+// switch and back. Empty when GPUs have no NICs.
+std::vector<double> network_bandwidth(const core::Topology& topo) {
+  std::vector<double> bw;
+  auto port = [&](core::NodeId from, core::NodeKind via, core::NodeKind to) {
+    double best = 0;
+    for (core::LinkId first : topo.out_links(from)) {
+      const core::NodeId middle = topo.link(first).dst;
+      if (topo.node(middle).kind != via) continue;
+      for (core::LinkId second : topo.out_links(middle))
+        if (topo.node(topo.link(second).dst).kind == to)
+          best = std::max(best, std::min(topo.link(first).bw_GBps, topo.link(second).bw_GBps));
+    }
+    return best;
+  };
+  for (core::NodeId gpu : topo.gpus_by_rank()) {
+    const double out = port(gpu, core::NodeKind::nic, core::NodeKind::switch_);
+    double in = 0;  // switch -> NIC -> this GPU
+    for (core::LinkId last : topo.in_links(gpu)) {
+      const core::NodeId nic = topo.link(last).src;
+      if (topo.node(nic).kind != core::NodeKind::nic) continue;
+      for (core::LinkId l : topo.in_links(nic))
+        if (topo.node(topo.link(l).src).kind == core::NodeKind::switch_)
+          in = std::max(in, std::min(topo.link(l).bw_GBps, topo.link(last).bw_GBps));
+    }
+    if (out == 0 || in == 0) return {};
+    bw.push_back(std::min(out, in));
+  }
+  return bw;
+}
+
+std::string decimal(double x) {
+  const long twentieths = std::lround(std::clamp(x, 0.05, 0.95) * 20);
+  const std::string digits = std::to_string(twentieths * 5);
+  return "0." + std::string(digits.size() < 2 ? "0" : "") + digits;
+}
+
+std::vector<std::string> hierarchical(const Shape& s) {
+  std::vector<std::string> out;
+  std::vector<std::string> inter = {"ring", "bruck", "direct"};
+  if (power_of_two(s.hosts)) inter.insert(inter.begin(), "rd");
+  for (const auto& across : inter)
+    for (const std::string intra : {"direct", "ring"})
+      for (const std::string pipeline : {"", "pipeline 4\n"})
+        out.push_back(pipeline + across + " over rails\n" + intra + " over hosts\n");
+  return out;
+}
+
+// The slowest GPUs send part of their data through their host's peers instead.
+std::vector<std::string> around_slow_links(const core::Topology& topo, const Shape& s) {
+  const auto bw = network_bandwidth(topo);
+  if (bw.empty()) return {};
+  std::vector<double> sorted = bw;
+  std::sort(sorted.begin(), sorted.end());
+  const double typical = sorted[sorted.size() / 2];
+  std::vector<std::string> out;
+  for (int r = 0; r < s.ranks; ++r) {
+    const double f = bw[static_cast<std::size_t>(r)] / typical;
+    if (f > 0.9) continue;
+    const std::string keep = decimal(f), hand = decimal(1 - f);
+    const std::string across = power_of_two(s.hosts) ? "rd" : "bruck";
+    for (const std::string pipeline : {"", "pipeline 4\n"})
+      out.push_back(pipeline + "let slow = " + std::to_string(r) +
+                    "\nsplit {\n  weight (rank == slow ? " + keep + " : 1) {\n    " + across +
+                    " over rails\n    direct over hosts\n  }\n  weight (rank == slow ? " + hand +
+                    " : 0) {\n    scatter over hosts\n    " + across +
+                    " over rails\n    direct over hosts\n  }\n}\n");
+    if (out.size() >= 8) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> template_programs(const ProposalContext& context) {
+  const core::Topology& topo = *context.topology;
+  const Shape s = shape_of(topo);
+  std::vector<std::string> out = {
+      "ring over all\n",
+      "split {\n  weight 1 {\n    ring over all\n  }\n  weight 1 {\n    ring over all reverse\n  "
+      "}\n}\n",
+      "direct over all\n",
+      "bruck over all\n",
+      "binomial over all\n",
+      "dbtree over all\n",
+      "kary 4 over all\n",
+      "bfs over all\n",
+      "pipeline 4\nbfs over all\n",
+      "pipeline 4\nsplit {\n  weight 0.5 {\n    bfs over all\n  }\n  weight 0.5 {\n    bfs over "
+      "all reverse\n  }\n}\n",
+  };
+  if (power_of_two(s.ranks)) out.push_back("rd over all\n");
+  if (s.hosts > 1 && s.per_host > 1) {
+    out.push_back("split nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n");
+    out.push_back(
+        "pipeline 2\nsplit nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n");
+    for (auto& p : hierarchical(s)) out.push_back(std::move(p));
+    for (auto& p : around_slow_links(topo, s)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace optiflow::llm

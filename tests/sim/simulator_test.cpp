@@ -1,0 +1,627 @@
+// The simulator against closed forms: ring, direct, recursive doubling and k-ary trees in the
+// alpha-beta model (and in the flow model, where no link is shared), the per-step overhead,
+// max-min sharing and FIFO serialisation on hand-built topologies, an MSCCL XML file, sweeps,
+// determinism, the parallel batch, the timeline, the critical path and link usage.
+#include "optiflow/sim/simulator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "optiflow/core/compiler.hpp"
+#include "optiflow/core/generators.hpp"
+#include "optiflow/core/msccl_xml.hpp"
+#include "optiflow/core/sizes.hpp"
+
+namespace optiflow::sim {
+
+// GoogleTest prints parameters with this (found by argument-dependent lookup).
+void PrintTo(Model model, std::ostream* out) {
+  *out << to_string(model);
+}
+
+namespace {
+
+using core::BufferKind;
+using core::Collective;
+using core::LinkSpec;
+using core::NodeKind;
+using core::Schedule;
+using core::Step;
+using core::StepKind;
+using core::StepRef;
+using core::ThreadBlock;
+using core::Topology;
+
+// The generic link of ring<N> and fullmesh<N> (kGenericLink in core/src/generators.cpp).
+constexpr double kAlphaUs = 1.0;
+constexpr double kBwGBps = 25.0;
+constexpr double kBytesPerUsPerGBps = 1e3;
+constexpr double kBwBytesPerUs = kBwGBps * kBytesPerUsPerGBps;
+
+const std::vector<std::uint64_t> kSizes{1024, 12345, (1u << 20) + 3, std::uint64_t{1} << 30};
+
+void expect_close(double actual, double expected, const std::string& what) {
+  EXPECT_NEAR(actual, expected, 1e-9 * std::abs(expected)) << what;
+}
+
+Topology builtin(const std::string& name) {
+  return *core::make_builtin_topology(name);
+}
+
+Schedule compile(const std::string& program, const Topology& topology,
+                 Collective collective = Collective::all_gather) {
+  core::CompileOptions options;
+  options.collective = collective;
+  return core::compile_program(program, "test.ofl", topology, options).schedule;
+}
+
+SimOptions with_model(Model model) {
+  SimOptions options;
+  options.model = model;
+  return options;
+}
+
+Step make_step(StepKind kind, int offset, int count, std::vector<StepRef> deps = {},
+               std::vector<core::LinkId> route = {}) {
+  Step step;
+  step.kind = kind;
+  step.src_buf = BufferKind::output;
+  step.src_off = offset;
+  step.dst_buf = BufferKind::output;
+  step.dst_off = offset;
+  step.count = count;
+  step.deps = std::move(deps);
+  step.route = std::move(route);
+  return step;
+}
+
+ThreadBlock block(int send_peer, int recv_peer, int channel, std::vector<Step> steps) {
+  ThreadBlock tb;
+  tb.send_peer = send_peer;
+  tb.recv_peer = recv_peer;
+  tb.channel = channel;
+  tb.steps = std::move(steps);
+  return tb;
+}
+
+Schedule empty_schedule(std::string name, Collective collective, int ranks, int chunks) {
+  Schedule schedule;
+  schedule.name = std::move(name);
+  schedule.collective = collective;
+  schedule.ranks = ranks;
+  schedule.chunks = chunks;
+  schedule.programs.resize(static_cast<std::size_t>(ranks));
+  for (auto& program : schedule.programs) program.output_chunks = chunks;
+  return schedule;
+}
+
+std::size_t sends_in(const Schedule& schedule) {
+  std::size_t sends = 0;
+  for (const auto& program : schedule.programs)
+    for (const auto& tb : program.tbs)
+      for (const auto& step : tb.steps) sends += core::step_sends(step.kind) ? 1 : 0;
+  return sends;
+}
+
+// Every field of a result, doubles in hexadecimal, so equal text means bit-identical results.
+std::string fingerprint(const SimResult& r) {
+  std::ostringstream out;
+  out << std::hexfloat << r.size_bytes << ' ' << r.time_us << ' ' << r.algbw_GBps << ' '
+      << r.busbw_GBps << '\n';
+  for (const auto& c : r.critical_path)
+    out << "c " << c.rank << ' ' << c.tb << ' ' << c.step << ' ' << static_cast<int>(c.kind) << ' '
+        << c.start_us << ' ' << c.end_us << '\n';
+  for (const auto& l : r.links)
+    out << "l " << l.link << ' ' << l.busy_us << ' ' << l.bytes << ' ' << l.utilisation << '\n';
+  for (const auto& t : r.timeline) {
+    out << "t " << t.rank << ' ' << t.tb << ' ' << t.step << ' ' << t.peer << ' ' << t.start_us
+        << ' ' << t.end_us << ' ' << t.bytes;
+    for (auto link : t.route) out << ' ' << link;
+    out << '\n';
+  }
+  return out.str();
+}
+
+class SimClosedForm : public ::testing::TestWithParam<Model> {};
+
+// Unidirectional ring on ring<N>: N-1 rounds, each moving one chunk of S/N over one link that
+// nothing else uses: (N-1) * (a + (S/N)/B).
+TEST_P(SimClosedForm, RingAllGatherOnRing) {
+  for (int n = 2; n <= 16; ++n) {
+    const Topology topo = builtin("ring" + std::to_string(n));
+    ASSERT_EQ(topo.link(0).alpha_us, kAlphaUs);
+    ASSERT_EQ(topo.link(0).bw_GBps, kBwGBps);
+    const Schedule schedule = compile("ring over all", topo);
+    ASSERT_EQ(schedule.chunks, n);
+    ASSERT_EQ(sends_in(schedule), static_cast<std::size_t>(n * (n - 1)));
+    const Simulator sim(topo, schedule, with_model(GetParam()));
+    for (std::uint64_t size : kSizes) {
+      const double expected =
+          (n - 1) * (kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs);
+      expect_close(sim.run(size).time_us, expected,
+                   "ring" + std::to_string(n) + " at " + std::to_string(size));
+    }
+  }
+}
+
+// Direct exchange on fullmesh<N>: every rank sends its S/N to each of the N-1 others at time 0,
+// each on its own link, so no transfer waits for another: a + (S/N)/B.
+TEST_P(SimClosedForm, DirectExchangeOnFullMesh) {
+  for (int n = 2; n <= 16; ++n) {
+    const Topology topo = builtin("fullmesh" + std::to_string(n));
+    const Schedule schedule = compile("direct over all", topo);
+    ASSERT_EQ(sends_in(schedule), static_cast<std::size_t>(n * (n - 1)));
+    const Simulator sim(topo, schedule, with_model(GetParam()));
+    for (std::uint64_t size : kSizes) {
+      const double expected = kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
+      expect_close(sim.run(size).time_us, expected,
+                   "fullmesh" + std::to_string(n) + " at " + std::to_string(size));
+    }
+  }
+}
+
+// Recursive doubling on fullmesh<2^k>. The compiler coalesces what a rank has gathered before
+// round i (2^i chunks, contiguous in rank order) into one message, so every rank has k sends
+// of 1, 2, ..., 2^(k-1) chunks and k receives (2kN steps), and round i takes a + 2^i (S/N)/B.
+TEST_P(SimClosedForm, RecursiveDoublingOnFullMesh) {
+  for (int k = 1; k <= 4; ++k) {
+    const int n = 1 << k;
+    const Topology topo = builtin("fullmesh" + std::to_string(n));
+    const Schedule schedule = compile("rd over all", topo);
+    ASSERT_EQ(schedule.step_count(), static_cast<std::size_t>(2 * k * n)) << "rd on fullmesh" << n;
+    for (const auto& program : schedule.programs) {
+      std::vector<int> counts;
+      for (const auto& tb : program.tbs)
+        for (const auto& step : tb.steps)
+          if (core::step_sends(step.kind)) counts.push_back(step.count);
+      std::sort(counts.begin(), counts.end());
+      for (int i = 0; i < k; ++i) ASSERT_EQ(counts.at(static_cast<std::size_t>(i)), 1 << i);
+    }
+    const Simulator sim(topo, schedule, with_model(GetParam()));
+    for (std::uint64_t size : kSizes) {
+      double expected = 0;
+      for (int i = 0; i < k; ++i)
+        expected += kAlphaUs + (1 << i) * (static_cast<double>(size) / n) / kBwBytesPerUs;
+      expect_close(sim.run(size).time_us, expected,
+                   "rd on fullmesh" + std::to_string(n) + " at " + std::to_string(size));
+    }
+  }
+}
+
+// A k-ary heap-shaped broadcast of the whole buffer (one chunk) on fullmesh<N>: rank x receives
+// from (x-1)/k in one block, and one block per child sends after that receive. Every hop has
+// its own link, so each level costs a + S/B.
+Schedule kary_broadcast(int ranks, int arity) {
+  Schedule schedule = empty_schedule("kary-broadcast", Collective::broadcast, ranks, 1);
+  for (int x = 0; x < ranks; ++x) {
+    auto& tbs = schedule.programs[static_cast<std::size_t>(x)].tbs;
+    std::vector<StepRef> after_receive;
+    if (x > 0) {
+      tbs.push_back(block(-1, (x - 1) / arity, 0, {make_step(StepKind::recv, 0, 1)}));
+      after_receive.push_back(StepRef{0, 0});
+    }
+    for (int child = arity * x + 1; child <= arity * x + arity && child < ranks; ++child)
+      tbs.push_back(block(child, -1, 0, {make_step(StepKind::send, 0, 1, after_receive)}));
+  }
+  return schedule;
+}
+
+int heap_depth(int ranks, int arity) {
+  int depth = 0;
+  for (int x = ranks - 1; x > 0; x = (x - 1) / arity) ++depth;
+  return depth;
+}
+
+TEST_P(SimClosedForm, KaryTreeBroadcastOnFullMesh) {
+  for (int arity : {2, 3}) {
+    for (int n : {2, 4, 7, 10, 13, 15, 16, 40}) {
+      const Topology topo = builtin("fullmesh" + std::to_string(n));
+      const Simulator sim(topo, kary_broadcast(n, arity), with_model(GetParam()));
+      for (std::uint64_t size : kSizes) {
+        const double expected =
+            heap_depth(n, arity) * (kAlphaUs + static_cast<double>(size) / kBwBytesPerUs);
+        expect_close(sim.run(size).time_us, expected,
+                     std::to_string(arity) + "-ary broadcast on fullmesh" + std::to_string(n));
+      }
+    }
+  }
+}
+
+// A chain broadcast with recv-copy-send: rank x receives from x-1 and forwards in the same step.
+// The step completes when its forwarded data arrives, which is what the next rank waits for
+// anyway: (N-1) * (a + S/B).
+TEST_P(SimClosedForm, ChainBroadcastWithRecvCopySend) {
+  for (int n : {2, 3, 8, 16}) {
+    const Topology topo = builtin("fullmesh" + std::to_string(n));
+    Schedule schedule = empty_schedule("chain-broadcast", Collective::broadcast, n, 1);
+    for (int x = 0; x < n; ++x) {
+      const StepKind kind = x == 0      ? StepKind::send
+                            : x + 1 < n ? StepKind::recv_copy_send
+                                        : StepKind::recv;
+      schedule.programs[static_cast<std::size_t>(x)].tbs.push_back(
+          block(x + 1 < n ? x + 1 : -1, x > 0 ? x - 1 : -1, 0, {make_step(kind, 0, 1)}));
+    }
+    const Simulator sim(topo, schedule, with_model(GetParam()));
+    for (std::uint64_t size : kSizes)
+      expect_close(sim.run(size).time_us,
+                   (n - 1) * (kAlphaUs + static_cast<double>(size) / kBwBytesPerUs),
+                   "chain on fullmesh" + std::to_string(n));
+  }
+}
+
+// The per-step overhead o: a step pays o after its prerequisites are met (simulator.cpp, start:
+// a sending step launches its transfer after o, any other step completes after o). A ring hop
+// is a send (o, then a + S/N/B until the data arrives) and the matching receive, which starts on
+// arrival and completes o later; the next send waits for that receive:
+// (N-1) * (a + S/N/B + 2o). The direct exchange is one such hop: a + S/N/B + 2o.
+TEST_P(SimClosedForm, PerStepOverhead) {
+  for (double overhead_us : {0.5, 3.25}) {
+    for (int n : {2, 5, 8, 16}) {
+      const Topology ring = builtin("ring" + std::to_string(n));
+      SimOptions options = with_model(GetParam());
+      options.op_overhead_us = overhead_us;
+      const Simulator sim(ring, compile("ring over all", ring), options);
+      Topology ring_with_overhead = ring;
+      ring_with_overhead.set_op_overhead_us(overhead_us);
+      const Simulator from_topology(
+          ring_with_overhead, compile("ring over all", ring_with_overhead), with_model(GetParam()));
+      const Topology mesh = builtin("fullmesh" + std::to_string(n));
+      const Simulator direct(mesh, compile("direct over all", mesh), options);
+      for (std::uint64_t size : kSizes) {
+        const double hop =
+            kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs + 2 * overhead_us;
+        expect_close(sim.run(size).time_us, (n - 1) * hop, "ring" + std::to_string(n));
+        expect_close(from_topology.run(size).time_us, (n - 1) * hop,
+                     "ring" + std::to_string(n) + ", topology's o");
+        expect_close(direct.run(size).time_us, hop, "direct on fullmesh" + std::to_string(n));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SimClosedForm, ::testing::Values(Model::alpha_beta, Model::flow),
+                         [](const auto& info) {
+                           return info.param == Model::flow ? "flow" : "alpha_beta";
+                         });
+
+// Ring on a100x16 (128 GPUs): each of the 16 host boundaries is one hop h.gpu7 -> h+1.gpu0
+// over PCIe, NIC, rail leaf, spine, leaf, NIC, PCIe, at most 25 GB/s (the NIC); every other hop
+// is a faster NVSwitch hop. The ring runs at the pace of its slowest hop: (N-1) * (a_route +
+// (S/N)/25 GB/s). The 16 boundary transfers of a round all cross the same two leaf-spine links
+// of 16 * 25 = 400 GB/s, which the flow model shares exactly.
+double a100x16_ring_expected_us(const Topology& topo, const Schedule& schedule,
+                                std::uint64_t size) {
+  const int n = topo.rank_count();
+  const auto& boundary = schedule.programs[7].tbs;
+  const auto sender = std::find_if(boundary.begin(), boundary.end(),
+                                   [](const ThreadBlock& tb) { return tb.send_peer == 8; });
+  double alpha_us = 0, bw_GBps = 1e300;
+  for (core::LinkId l : sender->steps.front().route) {
+    alpha_us += topo.link(l).alpha_us;
+    bw_GBps = std::min(bw_GBps, topo.link(l).bw_GBps);
+  }
+  EXPECT_EQ(bw_GBps, 25.0);
+  return (n - 1) * (alpha_us + (static_cast<double>(size) / n) / (bw_GBps * kBytesPerUsPerGBps));
+}
+
+TEST(SimFlow, RingOnA100x16RunsAtItsSlowestHop) {
+  const Topology topo = builtin("a100x16");
+  const Schedule schedule = compile("ring over all", topo);
+  const Simulator sim(topo, schedule, with_model(Model::flow));
+  for (std::uint64_t size : kSizes)
+    expect_close(sim.run(size).time_us, a100x16_ring_expected_us(topo, schedule, size),
+                 "at " + std::to_string(size));
+}
+
+// Known bug, disabled until fixed: the alpha-beta model holds every link of a route for the
+// whole transfer at the route's bottleneck rate, so a 400 GB/s leaf-spine link carries one
+// 25 GB/s transfer at a time and the 16 boundary hops of a round queue behind each other: at
+// 1 GiB this gives 689954 us instead of 43122 us (16x, one factor per host; a100x128: 128x).
+TEST(SimAlphaBeta, DISABLED_RingOnA100x16FatLinkIsNotSerialised) {
+  const Topology topo = builtin("a100x16");
+  const Schedule schedule = compile("ring over all", topo);
+  const Simulator sim(topo, schedule);
+  for (std::uint64_t size : kSizes)
+    expect_close(sim.run(size).time_us, a100x16_ring_expected_us(topo, schedule, size),
+                 "at " + std::to_string(size));
+}
+
+// --- Sharing: hand-built topologies with senders joined to receivers through one switch. ---
+
+struct Transfer {
+  int from = 0, to = 0, count = 1;
+};
+
+// One send block per transfer on its own channel and the matching receive block.
+Schedule transfers(int ranks, int chunks, const std::vector<Transfer>& list) {
+  Schedule schedule = empty_schedule("transfers", Collective::all_gather, ranks, chunks);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const int channel = static_cast<int>(i);
+    const Transfer& t = list[i];
+    schedule.programs[static_cast<std::size_t>(t.from)].tbs.push_back(
+        block(t.to, -1, channel, {make_step(StepKind::send, 0, t.count)}));
+    schedule.programs[static_cast<std::size_t>(t.to)].tbs.push_back(
+        block(-1, t.from, channel, {make_step(StepKind::recv, 0, t.count)}));
+  }
+  return schedule;
+}
+
+// GPUs 0..senders-1 each with a link into one switch, and the switch's link to GPU `senders`
+// (the shared link). `first_hop[i]` is sender i's link.
+Topology star(const std::vector<LinkSpec>& first_hop, const LinkSpec& shared) {
+  Topology topo("star");
+  const int senders = static_cast<int>(first_hop.size());
+  for (int r = 0; r <= senders; ++r)
+    topo.add_node(core::Node{"gpu" + std::to_string(r), NodeKind::gpu, r, 0, r});
+  const core::NodeId hub = topo.add_node(core::Node{"switch", NodeKind::switch_, -1, 0, -1});
+  for (int r = 0; r < senders; ++r)
+    topo.add_link(static_cast<core::NodeId>(r), hub, first_hop[static_cast<std::size_t>(r)]);
+  topo.add_link(hub, static_cast<core::NodeId>(senders), shared);
+  topo.validate("star");
+  return topo;
+}
+
+LinkSpec link_of(double bw_GBps, double alpha_us = 0) {
+  return LinkSpec{core::LinkKind::other, bw_GBps, alpha_us};
+}
+
+// End time of each sender's transfer, by sender rank.
+std::vector<double> ends_by_sender(const SimResult& result, int senders) {
+  std::vector<double> ends(static_cast<std::size_t>(senders), -1);
+  for (const auto& t : result.timeline) ends.at(static_cast<std::size_t>(t.rank)) = t.end_us;
+  return ends;
+}
+
+SimOptions flow_with_timeline() {
+  SimOptions options = with_model(Model::flow);
+  options.record_timeline = true;
+  return options;
+}
+
+TEST(SimFlow, TwoFlowsSharingOneLinkTakeTwiceAsLong) {
+  const Topology topo = star({link_of(100), link_of(100)}, link_of(100));
+  const std::uint64_t size = 1'000'000;
+  const double alone_us = size / (100 * kBytesPerUsPerGBps);
+  const SimResult one = Simulator(topo, transfers(3, 1, {{0, 2}}), flow_with_timeline()).run(size);
+  expect_close(one.time_us, alone_us, "one flow");
+  const SimResult two =
+      Simulator(topo, transfers(3, 1, {{0, 2}, {1, 2}}), flow_with_timeline()).run(size);
+  expect_close(two.time_us, 2 * alone_us, "two flows");
+  for (double end : ends_by_sender(two, 2)) expect_close(end, 2 * alone_us, "each of two flows");
+}
+
+// Max-min: A crosses a 10 GB/s first hop and the shared 100 GB/s link, B only the shared link.
+// A is held to 10 by its first hop, so B gets the other 90.
+TEST(SimFlow, FlowLimitedElsewhereLeavesTheRestToTheOther) {
+  const Topology topo = star({link_of(10), link_of(1000)}, link_of(100));
+  const std::uint64_t size = 900'000;
+  const SimResult result =
+      Simulator(topo, transfers(3, 1, {{0, 2}, {1, 2}}), flow_with_timeline()).run(size);
+  const auto ends = ends_by_sender(result, 2);
+  expect_close(ends[1], size / (90 * kBytesPerUsPerGBps), "B at 90 GB/s");
+  expect_close(ends[0], size / (10 * kBytesPerUsPerGBps), "A at 10 GB/s throughout");
+  expect_close(result.time_us, ends[0], "the collective ends with A");
+}
+
+// Three flows of u, 2u, 3u bytes on one link of capacity C: all at C/3 until the first drains
+// at 3u/C, then two at C/2 until the second drains at 3u/C + 2u/C = 5u/C, then the last alone:
+// 5u/C + u/C = 6u/C.
+TEST(SimFlow, ThreeStaggeredFlowsFinishAtTextbookTimes) {
+  const Topology topo = star({link_of(100), link_of(100), link_of(100)}, link_of(100));
+  const std::uint64_t size = 6'000'000;  // 6 chunks of u = 1e6 bytes
+  const double unit_us = 1e6 / (100 * kBytesPerUsPerGBps);
+  const Schedule schedule = transfers(4, 6, {{0, 3, 1}, {1, 3, 2}, {2, 3, 3}});
+  const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
+  const auto ends = ends_by_sender(result, 3);
+  expect_close(ends[0], 3 * unit_us, "u");
+  expect_close(ends[1], 5 * unit_us, "2u");
+  expect_close(ends[2], 6 * unit_us, "3u");
+  expect_close(result.time_us, 6 * unit_us, "collective");
+}
+
+// Alpha does not hold the link in the flow model: the data drains at the shared rate, then
+// arrives the route's alpha (0.5 + 0.25 us) later.
+TEST(SimFlow, ArrivalAddsTheRoutesAlpha) {
+  const Topology topo = star({link_of(100, 0.5), link_of(100, 0.5)}, link_of(100, 0.25));
+  const std::uint64_t size = 1'000'000;
+  const double drain_us = size / (100 * kBytesPerUsPerGBps);
+  const SimResult one = Simulator(topo, transfers(3, 1, {{0, 2}}), flow_with_timeline()).run(size);
+  expect_close(one.time_us, drain_us + 0.75, "one flow");
+  const SimResult two =
+      Simulator(topo, transfers(3, 1, {{0, 2}, {1, 2}}), flow_with_timeline()).run(size);
+  for (double end : ends_by_sender(two, 2)) expect_close(end, 2 * drain_us + 0.75, "two flows");
+}
+
+// The alpha-beta model on the same two transfers: FIFO on the shared link, so one finishes after
+// a + S/B and the other waits for it and finishes at twice that.
+TEST(SimAlphaBeta, TwoTransfersOnOneLinkAreSerialised) {
+  for (double alpha_us : {0.0, 0.5}) {
+    const Topology topo =
+        star({link_of(100, alpha_us), link_of(100, alpha_us)}, link_of(100, alpha_us));
+    const std::uint64_t size = 1'000'000;
+    const double alone_us = 2 * alpha_us + size / (100 * kBytesPerUsPerGBps);
+    SimOptions options;
+    options.record_timeline = true;
+    const SimResult result = Simulator(topo, transfers(3, 1, {{0, 2}, {1, 2}}), options).run(size);
+    auto ends = ends_by_sender(result, 2);
+    std::sort(ends.begin(), ends.end());
+    expect_close(ends[0], alone_us, "first");
+    expect_close(ends[1], 2 * alone_us, "second");
+    expect_close(result.time_us, 2 * alone_us, "collective");
+  }
+}
+
+// --- Files, sweeps, batches, records. ---
+
+// datasets/schedules/ring8-allgather.xml: `ring over all` compiled for ring8 and exported with
+// write_msccl_xml, its route attributes removed so the simulator routes every transfer itself.
+TEST(SimMscclXml, RingFileSimulatesToTheRingFormula) {
+  const Schedule schedule = core::read_msccl_xml_file(std::string(OPTIFLOW_SOURCE_DIR) +
+                                                      "/datasets/schedules/ring8-allgather.xml");
+  for (const auto& program : schedule.programs)
+    for (const auto& tb : program.tbs)
+      for (const auto& step : tb.steps) ASSERT_TRUE(step.route.empty());
+  const Topology topo = builtin("ring8");
+  for (Model model : {Model::alpha_beta, Model::flow}) {
+    const Simulator sim(topo, schedule, with_model(model));
+    for (std::uint64_t size : kSizes)
+      expect_close(sim.run(size).time_us,
+                   7 * (kAlphaUs + (static_cast<double>(size) / 8) / kBwBytesPerUs),
+                   "ring8 XML at " + std::to_string(size));
+  }
+}
+
+TEST(SimSweep, SweepEqualsRunAtEverySizeAndRepeats) {
+  const Topology topo = builtin("a100x2");
+  const Schedule schedule = compile("rd over rails\ndirect over hosts", topo);
+  const auto sizes = core::parse_sizes("1K:1G");
+  ASSERT_EQ(sizes.size(), 21u);
+  for (Model model : {Model::alpha_beta, Model::flow}) {
+    SimOptions options = with_model(model);
+    options.record_timeline = true;
+    const Simulator sim(topo, schedule, options);
+    const auto swept = sim.sweep(sizes);
+    const auto again = Simulator(topo, schedule, options).sweep(sizes);
+    ASSERT_EQ(swept.size(), sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      EXPECT_EQ(swept[i].size_bytes, sizes[i]);
+      EXPECT_EQ(fingerprint(swept[i]), fingerprint(sim.run(sizes[i])))
+          << to_string(model) << " at " << sizes[i];
+      EXPECT_EQ(fingerprint(swept[i]), fingerprint(again[i]))
+          << to_string(model) << " at " << sizes[i];
+    }
+  }
+}
+
+TEST(SimBatch, ParallelEqualsSerial) {
+  const Topology topo = builtin("a100x2");
+  const std::vector<std::string> programs{
+      "ring over all",
+      "ring over all reverse",
+      "chain over all",
+      "direct over all",
+      "rd over all",
+      "bruck over all",
+      "binomial over all",
+      "binary over all",
+      "kary 3 over all",
+      "dbtree over all",
+      "bfs over all",
+      "bfs over all reverse",
+      "rd over rails\ndirect over hosts",
+      "ring over hosts\nring over rails",
+      "pipeline 4\nring over all",
+      "channels 2\nring over all",
+      "split nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}",
+      "direct over rails\nring over hosts",
+      "pipeline 2\nbinary over all"};
+  std::vector<Schedule> schedules;
+  for (const auto& program : programs) schedules.push_back(compile(program, topo));
+  schedules.push_back(compile("ring over all", topo, Collective::reduce_scatter));
+  schedules.push_back(compile("rd over rails\ndirect over hosts", topo, Collective::all_reduce));
+  std::vector<Candidate> candidates;
+  for (const auto& schedule : schedules)
+    candidates.push_back(
+        Candidate{&schedule, {4096, std::uint64_t{1} << 20, std::uint64_t{1} << 28}});
+  for (Model model : {Model::alpha_beta, Model::flow}) {
+    SimOptions options = with_model(model);
+    options.record_timeline = true;
+    const auto parallel = simulate_all(topo, candidates, options, 4);
+    ASSERT_EQ(parallel.size(), candidates.size());
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      const auto serial =
+          Simulator(topo, *candidates[c].schedule, options).sweep(candidates[c].sizes);
+      ASSERT_EQ(parallel[c].size(), serial.size());
+      for (std::size_t i = 0; i < serial.size(); ++i)
+        EXPECT_EQ(fingerprint(parallel[c][i]), fingerprint(serial[i]))
+            << to_string(model) << " candidate " << c;
+    }
+  }
+}
+
+// The ring's critical path: the event loop ends it at the first step (lowest index) to finish
+// last, rank 0's final send, and follows each step's latest prerequisite back: send, receive,
+// send, ..., one send and one receive per hop except the last hop's receive, 2(N-1) - 1 steps,
+// each starting exactly when the previous one ended.
+TEST(SimTimeline, RingCriticalPathTimelineAndLinkUsage) {
+  for (int n : {2, 3, 8, 12}) {
+    const Topology topo = builtin("ring" + std::to_string(n));
+    const Schedule schedule = compile("ring over all", topo);
+    for (Model model : {Model::alpha_beta, Model::flow}) {
+      SimOptions options = with_model(model);
+      options.record_timeline = true;
+      const std::uint64_t size = std::uint64_t{1} << 24;
+      const SimResult result = Simulator(topo, schedule, options).run(size);
+      const double hop_us = kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
+
+      const auto& path = result.critical_path;
+      ASSERT_EQ(path.size(), static_cast<std::size_t>(2 * (n - 1) - 1)) << "ring" << n;
+      EXPECT_EQ(path.front().start_us, 0);
+      EXPECT_EQ(path.back().end_us, result.time_us);
+      for (std::size_t i = 0; i < path.size(); ++i) {
+        EXPECT_EQ(path[i].kind, i % 2 == 0 ? StepKind::send : StepKind::recv) << i;
+        EXPECT_LE(path[i].start_us, path[i].end_us);
+        if (i > 0) {
+          EXPECT_GE(path[i].start_us, path[i - 1].end_us) << i;
+        }
+      }
+
+      ASSERT_EQ(result.timeline.size(), sends_in(schedule));
+      double sent_bytes = 0, carried_bytes = 0;
+      for (std::size_t i = 0; i < result.timeline.size(); ++i) {
+        const auto& t = result.timeline[i];
+        EXPECT_EQ(t.peer, (t.rank + 1) % n);
+        ASSERT_EQ(t.route.size(), 1u);
+        expect_close(t.end_us - t.start_us, hop_us, "one hop");
+        expect_close(t.bytes, static_cast<double>(size) / n, "a chunk");
+        if (i > 0) {
+          EXPECT_LE(result.timeline[i - 1].start_us, t.start_us);
+        }
+        sent_bytes += t.bytes;
+        carried_bytes += t.bytes * static_cast<double>(t.route.size());
+      }
+      expect_close(sent_bytes, (n - 1) * static_cast<double>(size), "bytes sent");
+
+      ASSERT_EQ(result.links.size(), static_cast<std::size_t>(n)) << "one forward link per rank";
+      double link_bytes = 0;
+      // Alpha-beta holds a link for alpha too; the flow model's link is busy while data drains.
+      const double busy_per_hop_us = model == Model::alpha_beta ? hop_us : hop_us - kAlphaUs;
+      for (const auto& l : result.links) {
+        link_bytes += l.bytes;
+        expect_close(l.busy_us, (n - 1) * busy_per_hop_us, "busy");
+        expect_close(l.utilisation, l.bytes / (kBwBytesPerUs * result.time_us), "utilisation");
+      }
+      expect_close(link_bytes, carried_bytes, "link bytes");
+    }
+  }
+}
+
+// On a multi-hop fabric, link usage counts every link a transfer crosses.
+TEST(SimTimeline, LinkBytesCountEveryHop) {
+  const Topology topo = builtin("a100x2");
+  const Schedule schedule = compile("ring over all", topo);
+  SimOptions options;
+  options.record_timeline = true;
+  const SimResult result = Simulator(topo, schedule, options).run(std::uint64_t{1} << 26);
+  ASSERT_EQ(result.timeline.size(), sends_in(schedule));
+  double carried = 0;
+  for (const auto& t : result.timeline) carried += t.bytes * static_cast<double>(t.route.size());
+  const double link_bytes =
+      std::accumulate(result.links.begin(), result.links.end(), 0.0,
+                      [](double sum, const LinkUsage& l) { return sum + l.bytes; });
+  expect_close(link_bytes, carried, "link bytes");
+  EXPECT_GT(carried,
+            15 * static_cast<double>(std::uint64_t{1} << 26));  // some routes have several hops
+}
+
+}  // namespace
+}  // namespace optiflow::sim
