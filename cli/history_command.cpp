@@ -1,6 +1,7 @@
 // `optiflow history runs | run RUN | best | program ID | export`: queries over the database.
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "commands.hpp"
@@ -145,22 +146,18 @@ void add_filters(CLI::App& cmd, HistoryArgs& args) {
 }  // namespace
 
 std::string one_line(const std::string& program) {
-  std::string line;
-  bool space = false;
-  for (char c : program) {
-    if (c == '\n') {
-      if (!line.empty() && line.back() != '{' && line.back() != ';') line += ";";
-      space = true;
-    } else if (c == ' ' && (line.empty() || space)) {
-      continue;
-    } else {
-      if (space && !line.empty()) line += ' ';
-      space = false;
-      line += c;
-    }
+  std::string joined, line;
+  std::istringstream lines(program);
+  while (std::getline(lines, line)) {
+    const auto first = line.find_first_not_of(' ');
+    if (first == std::string::npos) continue;
+    line = line.substr(first);
+    const bool same_statement = joined.empty() || joined.back() == '{' || line.front() == '}' ||
+                                (joined.back() == '}' && line.starts_with("weight"));
+    if (!joined.empty()) joined += same_statement ? " " : "; ";
+    joined += line;
   }
-  while (!line.empty() && line.back() == ';') line.pop_back();
-  return line;
+  return joined;
 }
 
 void add_history_command(CLI::App& app) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <set>
@@ -172,6 +173,10 @@ struct PatternCase {
   std::int32_t ranks;
   std::size_t transfers_per_share;  // transfers that carry one rank's share
 };
+
+void PrintTo(const PatternCase& c, std::ostream* out) {
+  *out << "'" << c.program << "' on " << c.ranks << " ranks";
+}
 
 class DslEvalPatterns : public testing::TestWithParam<PatternCase> {};
 

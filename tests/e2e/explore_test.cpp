@@ -1,0 +1,154 @@
+// End-to-end: `optiflow explore` and `optiflow history` on a real SQLite file, including a
+// run killed with SIGKILL and resumed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "optiflow/db/store.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The results of a run as CSV, without the columns that differ between runs (run id, time).
+std::string comparable_results(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 2) continue;
+    cells.erase(cells.begin());  // run_id
+    cells.pop_back();            // recorded_at
+    for (const auto& c : cells) out += c + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+class Explore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("optiflow-explore-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  int run(const std::string& args, std::string* out = nullptr) const {
+    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" + (dir_ / "out").string() +
+                                "' 2>'" + (dir_ / "err").string() + "'";
+    const int status = std::system(command.c_str());
+    if (out) *out = slurp(dir_ / "out");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::string explore_args(const fs::path& db) const {
+    return "explore --topo a100x2 --sizes 1K:1M --budget 80 --seed 7 --threads 2 --db '" + db.string() +
+           "' --out '" + (dir_ / "out-dir").string() + "'";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Explore, RunsStoresAndAnswersHistoryQueries) {
+  const fs::path db = dir_ / "a.db";
+  std::string out;
+  ASSERT_EQ(run(explore_args(db), &out), 0) << slurp(dir_ / "err");
+  EXPECT_NE(out.find("explore allgather on a100x2: 80 candidates"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir_ / "out-dir" / "allgather-a100x2-1048576.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out-dir" / "allgather-a100x2-1048576.xml"));
+  ASSERT_EQ(run("check '" + (dir_ / "out-dir" / "allgather-a100x2-1024.xml").string() + "'"), 0);
+
+  ASSERT_EQ(run("history --db '" + db.string() + "' runs", &out), 0);
+  EXPECT_NE(out.find("a100x2"), std::string::npos);
+  EXPECT_NE(out.find("finished"), std::string::npos);
+  ASSERT_EQ(run("history --db '" + db.string() + "' run 1", &out), 0);
+  EXPECT_NE(out.find("progress"), std::string::npos);
+  ASSERT_EQ(run("history --db '" + db.string() + "' best --topo a100x2 --size 1M", &out), 0);
+  EXPECT_NE(out.find("1M"), std::string::npos) << out;
+  ASSERT_EQ(run("history --db '" + db.string() + "' program 1", &out), 0);
+  EXPECT_NE(out.find("lineage"), std::string::npos);
+  ASSERT_EQ(run("history --db '" + db.string() + "' export --format json", &out), 0);
+  EXPECT_EQ(out.front(), '[');
+}
+
+TEST_F(Explore, SameSeedStoresIdenticalResults) {
+  std::string first, second;
+  ASSERT_EQ(run(explore_args(dir_ / "a.db")), 0) << slurp(dir_ / "err");
+  ASSERT_EQ(run(explore_args(dir_ / "b.db")), 0) << slurp(dir_ / "err");
+  ASSERT_EQ(run("history --db '" + (dir_ / "a.db").string() + "' export", &first), 0);
+  ASSERT_EQ(run("history --db '" + (dir_ / "b.db").string() + "' export", &second), 0);
+  EXPECT_GT(first.size(), 1000u);
+  EXPECT_EQ(comparable_results(first), comparable_results(second));
+}
+
+TEST_F(Explore, KilledRunResumesWithoutLosingOrDuplicating) {
+  const fs::path killed = dir_ / "killed.db", whole = dir_ / "whole.db";
+  // Start a run, let it commit some candidates, then kill it without warning.
+  const std::string command = std::string("exec '") + OPTIFLOW_BINARY + "' " + explore_args(killed) + " >/dev/null 2>&1";
+  pid_t pid = 0;
+  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+  ASSERT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  std::int64_t committed = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (committed < 20 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fs::exists(killed)) continue;
+    try {
+      const auto store = optiflow::db::Store::open(killed.string());
+      if (store.run(1)) committed = store.run_stats(1).candidates;
+    } catch (const optiflow::db::DbError&) {
+    }
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_GE(committed, 20) << "the run never committed 20 candidates";
+  {
+    const auto store = optiflow::db::Store::open(killed.string());
+    const auto stats = store.run_stats(1);
+    ASSERT_LT(stats.candidates, 80) << "the run finished before it could be killed";
+    const auto candidates = store.candidates(1);
+    for (std::size_t i = 0; i < candidates.size(); ++i) EXPECT_EQ(candidates[i].seq, static_cast<std::int64_t>(i));
+  }
+
+  ASSERT_EQ(run("explore --resume 1 --db '" + killed.string() + "' --out '" + (dir_ / "out-dir").string() + "'"), 0)
+      << slurp(dir_ / "err");
+  ASSERT_EQ(run(explore_args(whole)), 0) << slurp(dir_ / "err");
+  std::string resumed_csv, whole_csv;
+  ASSERT_EQ(run("history --db '" + killed.string() + "' export", &resumed_csv), 0);
+  ASSERT_EQ(run("history --db '" + whole.string() + "' export", &whole_csv), 0);
+  EXPECT_EQ(comparable_results(resumed_csv), comparable_results(whole_csv));
+  const auto store = optiflow::db::Store::open(killed.string());
+  EXPECT_EQ(store.run_stats(1).candidates, 80);
+  EXPECT_EQ(store.run(1)->status, "finished");
+}
+
+TEST_F(Explore, BadOptionsFailCleanly) {
+  EXPECT_EQ(run("explore --topo no-such-topology --budget 1 --db '" + (dir_ / "c.db").string() + "'"), 2);
+  EXPECT_EQ(run("explore --resume 42 --db '" + (dir_ / "c.db").string() + "'"), 2);
+  EXPECT_EQ(run("history --db '" + (dir_ / "missing.db").string() + "' runs"), 2);
+}
+
+}  // namespace
