@@ -232,9 +232,10 @@ void order(Plan& plan, const Topology& topology, std::uint64_t reference_size_by
       bottleneck = std::min(bottleneck, topology.link(l).bw_GBps);
       start = std::max(start, link_free[l]);
     }
+    const double bytes = static_cast<double>(t.chunk_count) * chunk_bytes;
     t.start_us = start;
-    t.finish_us = start + alpha + static_cast<double>(t.chunk_count) * chunk_bytes / (bottleneck * 1e3);
-    for (LinkId l : t.route) link_free[l] = t.finish_us;
+    t.finish_us = start + alpha + bytes / (bottleneck * 1e3);
+    for (LinkId l : t.route) link_free[l] = start + bytes / (topology.link(l).bw_GBps * 1e3);
     for (Index u : users[static_cast<std::size_t>(index)]) {
       ready_at[static_cast<std::size_t>(u)] = std::max(ready_at[static_cast<std::size_t>(u)], t.finish_us);
       if (--waiting[static_cast<std::size_t>(u)] == 0) {

@@ -37,9 +37,10 @@ void coalesce(Plan& plan);
 /// program avoids. Throws InputError when no path exists.
 void route(Plan& plan, const Topology& topology, const std::string& source);
 
-/// Earliest-start list scheduling with alpha-beta costs at `reference_size_bytes`: ready
-/// transfers in order of (ready time, stage, round, index) take every link of their route
-/// from max(ready, links free) for alpha + bytes / bottleneck bandwidth. Sets start/finish.
+/// Earliest-start list scheduling with the simulator's alpha-beta costs at
+/// `reference_size_bytes`: ready transfers in order of (ready time, stage, round, index) start
+/// at max(ready, every route link free), keep each link busy for bytes / its bandwidth, and
+/// finish after the route's alphas + bytes / bottleneck bandwidth. Sets start/finish.
 void order(Plan& plan, const Topology& topology, std::uint64_t reference_size_bytes);
 
 /// Spreads pieces and their pipeline slices over plan.channels channels, round-robin.

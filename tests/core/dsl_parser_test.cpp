@@ -237,7 +237,7 @@ const std::set<std::string> kReserved{
     "kary",     "chain",    "dbtree", "rd",     "bruck",  "scatter",  "bfs"};
 
 // Whether `text` ends with an unquoted @node: then a following ".." would be read as part of
-// the node id (see DslTokenizer.DISABLED_RangeWithNodeStart).
+// the node id (see DslTokenizer.DISABLED_RangeStartingWithANodeRoundTrips).
 bool ends_with_plain_node(const std::string& text) {
   std::size_t i = text.size();
   auto node_char = [](char ch) {
@@ -568,17 +568,19 @@ TEST(DslTokenizer, NodeIds) {
   EXPECT_THROW(parse_program("ring over [@]", "bare.ofl"), DslError);
 }
 
-// A range whose first end is an @node: the lexer reads "@h0.gpu0..@h0.gpu7" as the node
-// "h0.gpu0" and drops the "..", so the parser fails, and a syntax tree holding such a range
-// (parsed from "@a ..3") prints as "@a..3", which reads back as the node "a..3". Enable once
-// the lexer stops a node id at "..".
-TEST(DslTokenizer, DISABLED_RangeWithNodeStart) {
-  EXPECT_EQ(
-      only_statement("ring over [@h0.gpu0..@h0.gpu7]").groups.lists,
-      (std::vector<std::vector<Expr>>{{range_expr(node_expr("h0.gpu0"), node_expr("h0.gpu7"))}}));
-  EXPECT_EQ(only_statement("ring over [@gpu0..7]").groups.lists,
-            (std::vector<std::vector<Expr>>{{range_expr(node_expr("gpu0"), number_expr(7))}}));
-  expect_round_trip(parse_or_fail("ring over [@a ..3]", "spaced.ofl"), "spaced.ofl");
+// A range whose first end is an @node does not survive printing: "[@a ..3]" parses as the
+// range from @a to 3, which prints as "[@a..3]", which reads back as the one node "a..3" (the
+// lexer takes ".." into a node id). For the same reason "[@h0.gpu0..@h0.gpu7]" is a syntax
+// error. Enable once the printer quotes such a node (@"a"..3) or the lexer ends ids at "..".
+TEST(DslTokenizer, DISABLED_RangeStartingWithANodeRoundTrips) {
+  const Program spaced = parse_or_fail("ring over [@a ..3]", "spaced.ofl");
+  ASSERT_EQ(spaced.body.size(), 1u);
+  EXPECT_EQ(spaced.body[0].groups.lists,
+            (std::vector<std::vector<Expr>>{{range_expr(node_expr("a"), number_expr(3))}}));
+  expect_round_trip(spaced, "spaced.ofl");
+  Program nodes = spaced;
+  nodes.body[0].groups.lists = {{range_expr(node_expr("h0.gpu0"), node_expr("h0.gpu7"))}};
+  expect_round_trip(nodes, "nodes.ofl");
 }
 
 TEST(DslTokenizer, CommentsSeparatorsAndNewlines) {
