@@ -54,7 +54,7 @@ void run_bound(const BoundArgs& args) {
                              {"ranks", topo.rank_count()},
                              {"phases", phases},
                              {"results", results}};
-    std::cout << doc.dump(2) << "\n";
+    std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
 

@@ -27,7 +27,8 @@ void run_compile(const CompileArgs& args) {
   core::CompileOptions options;
   options.collective = parse_collective(args.collective);
   options.reference_size_bytes = core::parse_size(args.ref_size, "--ref-size");
-  const auto result = core::compile_program(read_text_file(args.program), args.program, topo, options);
+  const auto result =
+      core::compile_program(read_text_file(args.program), args.program, topo, options);
   const core::Schedule& s = result.schedule;
   std::cout << strprintf("compiled %s for %s on %s: %d ranks, %d chunks, %zu steps; verified\n",
                          args.program.c_str(), std::string(core::to_string(s.collective)).c_str(),
@@ -56,7 +57,8 @@ void add_compile(CLI::App& app) {
 }
 
 void add_check(CLI::App& app) {
-  auto* cmd = app.add_subcommand("check", "Verify a schedule (JSON or MSCCL XML) by symbolic execution");
+  auto* cmd =
+      app.add_subcommand("check", "Verify a schedule (JSON or MSCCL XML) by symbolic execution");
   struct Args {
     std::string schedule, topology;
   };
@@ -66,14 +68,16 @@ void add_check(CLI::App& app) {
   cmd->callback([args] {
     const core::Schedule s = core::read_schedule_file(args->schedule);
     std::unique_ptr<core::Topology> topo;
-    if (!args->topology.empty()) topo = std::make_unique<core::Topology>(core::load_topology(args->topology));
+    if (!args->topology.empty())
+      topo = std::make_unique<core::Topology>(core::load_topology(args->topology));
     const auto verdict = core::verify_schedule(s, topo.get());
     if (!verdict.ok())
       throw core::InputError(core::SourceLocation{args->schedule, 0, 0, {}},
                              "verification failed:\n" + verdict.summary());
-    std::cout << strprintf("%s: %s for %d ranks, %d chunks, %zu steps: verified (%zu steps executed)\n",
-                           args->schedule.c_str(), std::string(core::to_string(s.collective)).c_str(),
-                           s.ranks, s.chunks, s.step_count(), verdict.steps_executed);
+    std::cout << strprintf(
+        "%s: %s for %d ranks, %d chunks, %zu steps: verified (%zu steps executed)\n",
+        args->schedule.c_str(), std::string(core::to_string(s.collective)).c_str(), s.ranks,
+        s.chunks, s.step_count(), verdict.steps_executed);
   });
 }
 

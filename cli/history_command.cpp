@@ -1,8 +1,8 @@
 // `optiflow history runs | run RUN | best | program ID | export`: queries over the database.
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 #include <memory>
+#include <sstream>
 
 #include "commands.hpp"
 #include "format.hpp"

@@ -22,14 +22,16 @@ std::string read_text_file(const std::string& path) {
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  if (!out.good()) throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "cannot write file");
+  if (!out.good())
+    throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "cannot write file");
 }
 
 core::Collective parse_collective(const std::string& name) {
   auto collective = core::collective_from_string(name);
   if (!collective)
-    throw core::InputError(core::SourceLocation{"command line", 0, 0, "--collective"},
-                           "unknown collective '" + name + "' (allgather, reducescatter, allreduce)");
+    throw core::InputError(
+        core::SourceLocation{"command line", 0, 0, "--collective"},
+        "unknown collective '" + name + "' (allgather, reducescatter, allreduce)");
   return *collective;
 }
 
@@ -50,7 +52,8 @@ core::Schedule load_schedule(const std::string& path, const core::Topology& topo
                                "', not '" + topology.name() + "'");
   const auto verdict = core::verify_schedule(schedule, &topology);
   if (!verdict.ok())
-    throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "verification failed:\n" + verdict.summary());
+    throw core::InputError(core::SourceLocation{path, 0, 0, {}},
+                           "verification failed:\n" + verdict.summary());
   return schedule;
 }
 

@@ -3,7 +3,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -28,9 +27,16 @@ nlohmann::json timeline_json(const core::Topology& topo, const sim::SimResult& r
   nlohmann::json transfers = nlohmann::json::array();
   for (const auto& t : r.timeline) {
     nlohmann::json route = nlohmann::json::array();
-    for (auto l : t.route) route.push_back(topo.node(topo.link(l).src).id + "->" + topo.node(topo.link(l).dst).id);
-    transfers.push_back({{"rank", t.rank}, {"tb", t.tb}, {"step", t.step}, {"peer", t.peer},
-                         {"start_us", t.start_us}, {"end_us", t.end_us}, {"bytes", t.bytes}, {"route", route}});
+    for (auto l : t.route)
+      route.push_back(topo.node(topo.link(l).src).id + "->" + topo.node(topo.link(l).dst).id);
+    transfers.push_back({{"rank", t.rank},
+                         {"tb", t.tb},
+                         {"step", t.step},
+                         {"peer", t.peer},
+                         {"start_us", t.start_us},
+                         {"end_us", t.end_us},
+                         {"bytes", t.bytes},
+                         {"route", route}});
   }
   return {{"size_bytes", r.size_bytes}, {"time_us", r.time_us}, {"transfers", transfers}};
 }
@@ -38,14 +44,18 @@ nlohmann::json timeline_json(const core::Topology& topo, const sim::SimResult& r
 void print_table(const core::Topology& topo, const core::Schedule& s, const SimArgs& args,
                  const std::vector<sim::SimResult>& results, const core::LowerBound& bound) {
   std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n", s.name.c_str(),
-                         topo.name().c_str(), args.model.c_str(), s.ranks, s.chunks, s.step_count());
-  std::cout << strprintf("%10s %14s %12s %12s %9s\n", "size", "time_us", "algbw GB/s", "busbw GB/s", "x bound");
+                         topo.name().c_str(), args.model.c_str(), s.ranks, s.chunks,
+                         s.step_count());
+  std::cout << strprintf("%10s %14s %12s %12s %9s\n", "size", "time_us", "algbw GB/s", "busbw GB/s",
+                         "x bound");
   for (const auto& r : results)
-    std::cout << strprintf("%10s %14.3f %12.3f %12.3f %9.3f\n", core::format_size(r.size_bytes).c_str(),
-                           r.time_us, r.algbw_GBps, r.busbw_GBps, r.time_us / bound.at(r.size_bytes).time_us);
+    std::cout << strprintf("%10s %14.3f %12.3f %12.3f %9.3f\n",
+                           core::format_size(r.size_bytes).c_str(), r.time_us, r.algbw_GBps,
+                           r.busbw_GBps, r.time_us / bound.at(r.size_bytes).time_us);
   const auto& last = results.back();
   std::vector<sim::LinkUsage> busiest = last.links;
-  std::stable_sort(busiest.begin(), busiest.end(), [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
   std::cout << strprintf("\nat %s: critical path of %zu steps; busiest links:\n",
                          core::format_size(last.size_bytes).c_str(), last.critical_path.size());
   for (std::size_t i = 0; i < std::min<std::size_t>(5, busiest.size()); ++i) {
@@ -73,20 +83,29 @@ void run_sim(const SimArgs& args) {
   const auto bound = core::LowerBound::compute(topo, schedule.collective);
 
   if (!args.timeline.empty()) {
-    nlohmann::json doc = {{"topology", topo.name()}, {"schedule", schedule.name}, {"model", args.model},
+    nlohmann::json doc = {{"topology", topo.name()},
+                          {"schedule", schedule.name},
+                          {"model", args.model},
                           {"sizes", nlohmann::json::array()}};
     for (const auto& r : results) doc["sizes"].push_back(timeline_json(topo, r));
-    write_text_file(args.timeline, doc.dump(1) + "\n");
+    write_text_file(args.timeline,
+                    doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   if (!args.json) return print_table(topo, schedule, args, results, bound);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results)
-    rows.push_back({{"size_bytes", r.size_bytes}, {"time_us", r.time_us}, {"algbw_GBps", r.algbw_GBps},
-                    {"busbw_GBps", r.busbw_GBps}, {"bound_us", bound.at(r.size_bytes).time_us},
+    rows.push_back({{"size_bytes", r.size_bytes},
+                    {"time_us", r.time_us},
+                    {"algbw_GBps", r.algbw_GBps},
+                    {"busbw_GBps", r.busbw_GBps},
+                    {"bound_us", bound.at(r.size_bytes).time_us},
                     {"bound_ratio", r.time_us / bound.at(r.size_bytes).time_us}});
-  const nlohmann::json doc{{"topology", topo.name()}, {"collective", core::to_string(schedule.collective)},
-                           {"model", args.model}, {"schedule", schedule.name}, {"results", rows}};
-  std::cout << doc.dump(2) << "\n";
+  const nlohmann::json doc{{"topology", topo.name()},
+                           {"collective", core::to_string(schedule.collective)},
+                           {"model", args.model},
+                           {"schedule", schedule.name},
+                           {"results", rows}};
+  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace
@@ -96,9 +115,11 @@ void add_sim_command(CLI::App& app) {
   auto args = std::make_shared<SimArgs>();
   cmd->add_option("INPUT", args->input, "DSL program, schedule JSON or MSCCL XML")->required();
   cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
-  cmd->add_option("--collective", args->collective, "for a DSL program: allgather | reducescatter | allreduce")
+  cmd->add_option("--collective", args->collective,
+                  "for a DSL program: allgather | reducescatter | allreduce")
       ->capture_default_str();
-  cmd->add_option("--sizes", args->sizes, "sizes per rank: 1M, 1K:1G, 4K,64M")->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "sizes per rank: 1M, 1K:1G, 4K,64M")
+      ->capture_default_str();
   cmd->add_option("--model", args->model, "alpha-beta | flow")->capture_default_str();
   cmd->add_option("--timeline", args->timeline, "write every transfer's start and end (JSON)");
   cmd->add_flag("--json", args->json, "print JSON");

@@ -101,7 +101,7 @@ void add_show(CLI::App& topo) {
     if (*json) {
       auto doc = nlohmann::json::parse(core::write_topology_json(topo));
       doc["summary"] = summary_json(topo, summary, bound.at(kShowSize));
-      std::cout << doc.dump(2) << "\n";
+      std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       print_show(topo, summary, bound);
     }

@@ -104,11 +104,12 @@ class Evaluator {
         if (piece.holder[static_cast<std::size_t>(r)] != kNotHeld) continue;
         std::int32_t missing = 0;
         for (std::int32_t h : piece.holder) missing += h == kNotHeld ? 1 : 0;
-        fail(end, "the program ends before every rank has all the data: rank " + std::to_string(r) +
-                      " never receives fraction [" + piece.data.begin.to_string() + ", " +
-                      piece.data.end.to_string() + ") of the buffer (rank " + std::to_string(piece.source) +
-                      "'s data), and " + std::to_string(missing - 1) +
-                      " other ranks lack it too; add a step that spreads it, e.g. 'direct over hosts'");
+        fail(end,
+             "the program ends before every rank has all the data: rank " + std::to_string(r) +
+                 " never receives fraction [" + piece.data.begin.to_string() + ", " +
+                 piece.data.end.to_string() + ") of the buffer (rank " +
+                 std::to_string(piece.source) + "'s data), and " + std::to_string(missing - 1) +
+                 " other ranks lack it too; add a step that spreads it, e.g. 'direct over hosts'");
       }
     }
   }
@@ -144,14 +145,20 @@ class Evaluator {
   void setting(const Statement& s, const Scope& scope, bool top_level) {
     const bool is_pipeline = s.kind == Statement::Kind::pipeline;
     const char* name = is_pipeline ? "pipeline" : "channels";
-    if (!top_level) fail(s.pos, std::string("'") + name + "' applies to the whole program: put it at the top level");
+    if (!top_level)
+      fail(s.pos,
+           std::string("'") + name + "' applies to the whole program: put it at the top level");
     const std::int64_t limit = is_pipeline ? kMaxPipeline : kMaxChannels;
     const std::int64_t value = integer(s.value, scope, -1, 1, limit, name);
     (is_pipeline ? plan_.pipeline : plan_.channels) = static_cast<std::int32_t>(value);
   }
 
   void split_even(const Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
-    const std::int64_t parts = integer(s.value, scope, -1, 1, kMaxSplitParts, "the number of parts");
+    const std::int64_t parts =
+        integer(s.value, scope, -1, 1, kMaxSplitParts, "the number of parts");
+    if (pieces_.size() + active.size() * static_cast<std::size_t>(parts) > limits_.max_pieces)
+      fail(s.pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
+                      " pieces");
     std::vector<Rational> weights(static_cast<std::size_t>(parts), Rational(1));
     std::vector<std::vector<std::int32_t>> per_part(static_cast<std::size_t>(parts));
     for (std::int32_t piece : active) {
@@ -176,11 +183,14 @@ class Evaluator {
       std::vector<Rational> weights;
       for (const Branch& b : s.branches) {
         const Rational w = number(b.weight, scope, source);
-        if (w < Rational(0)) fail(b.weight.pos, "weight " + w.to_string() + " is negative (for the data of rank " + std::to_string(source) + ")");
+        if (w < Rational(0))
+          fail(b.weight.pos, "weight " + w.to_string() + " is negative (for the data of rank " +
+                                 std::to_string(source) + ")");
         weights.push_back(w);
       }
       if (std::all_of(weights.begin(), weights.end(), [](Rational w) { return w == Rational(0); }))
-        fail(s.pos, "every weight is 0 for the data of rank " + std::to_string(source) + ": give it a branch with a positive weight");
+        fail(s.pos, "every weight is 0 for the data of rank " + std::to_string(source) +
+                        ": give it a branch with a positive weight");
       const auto subs = split_piece(piece, weights, s.pos);
       for (std::size_t b = 0, k = 0; b < weights.size(); ++b)
         if (weights[b] > Rational(0)) per_branch[b].push_back(subs[k++]);
@@ -196,6 +206,9 @@ class Evaluator {
   // Cuts a piece in proportion to the positive weights, in order; returns the new pieces.
   std::vector<std::int32_t> split_piece(std::int32_t index, const std::vector<Rational>& weights,
                                         SourcePos pos) {
+    if (pieces_.size() + weights.size() > limits_.max_pieces)
+      fail(pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
+                    " pieces");
     Rational total(0);
     for (Rational w : weights) total = checked(add(total, w), pos);
     const Piece original = pieces_[static_cast<std::size_t>(index)];
@@ -205,7 +218,8 @@ class Evaluator {
     for (Rational w : weights) {
       if (w == Rational(0)) continue;
       acc = checked(add(acc, w), pos);
-      const Rational end = checked(add(original.data.begin, checked(mul(length, checked(div(acc, total), pos)), pos)), pos);
+      const Rational end = checked(
+          add(original.data.begin, checked(mul(length, checked(div(acc, total), pos)), pos)), pos);
       Piece part = original;
       part.data = Interval{cursor, end};
       cursor = end;
@@ -233,7 +247,8 @@ class Evaluator {
     path.push_back(topo_.gpu_of_rank(to));
     for (std::size_t i = 0; i + 1 < path.size(); ++i)
       if (!has_link(path[i], path[i + 1]))
-        fail(s.pos, "route: no link from @" + topo_.node(path[i]).id + " to @" + topo_.node(path[i + 1]).id);
+        fail(s.pos, "route: no link from @" + topo_.node(path[i]).id + " to @" +
+                        topo_.node(path[i + 1]).id);
     scope.routes.push_back(RouteRule{from, to, intern_path(std::move(path))});
   }
 
@@ -244,7 +259,8 @@ class Evaluator {
   }
 
   std::int32_t intern_path(std::vector<NodeId> path) {
-    auto [it, inserted] = path_index_.try_emplace(path, static_cast<std::int32_t>(plan_.explicit_routes.size()));
+    auto [it, inserted] =
+        path_index_.try_emplace(path, static_cast<std::int32_t>(plan_.explicit_routes.size()));
     if (inserted) plan_.explicit_routes.push_back(std::move(path));
     return it->second;
   }
@@ -261,7 +277,8 @@ class Evaluator {
       if (found == 0) fail(s.pos, "avoid: no link joins @" + ref.from + " and @" + ref.to);
     }
     std::vector<LinkId> set(scope.avoided.begin(), scope.avoided.end());
-    auto [it, inserted] = avoid_index_.try_emplace(set, static_cast<std::int32_t>(plan_.avoid_sets.size()));
+    auto [it, inserted] =
+        avoid_index_.try_emplace(set, static_cast<std::int32_t>(plan_.avoid_sets.size()));
     if (inserted) plan_.avoid_sets.push_back(set);
     scope.avoid_set = it->second;
   }
@@ -274,7 +291,9 @@ class Evaluator {
       std::map<int, std::vector<std::int32_t>> grouped;
       for (std::int32_t r = 0; r < n_; ++r) {
         const int key = attribute(topo_.node(topo_.gpu_of_rank(r)));
-        if (key < 0) fail(pos, "topology '" + topo_.name() + "' gives no " + what + " for rank " + std::to_string(r));
+        if (key < 0)
+          fail(pos, "topology '" + topo_.name() + "' gives no " + what + " for rank " +
+                        std::to_string(r));
         grouped[key].push_back(r);
       }
       for (auto& [key, members] : grouped) result.push_back(std::move(members));
@@ -284,9 +303,15 @@ class Evaluator {
         result.emplace_back(static_cast<std::size_t>(n_));
         std::iota(result.back().begin(), result.back().end(), 0);
         break;
-      case GroupSpec::Kind::hosts: by_attribute([](const Node& n) { return n.host; }, "host"); break;
-      case GroupSpec::Kind::rails: by_attribute([](const Node& n) { return n.local; }, "local index"); break;
-      case GroupSpec::Kind::under: result.push_back(gpus_under(node(spec.node, pos))); break;
+      case GroupSpec::Kind::hosts:
+        by_attribute([](const Node& n) { return n.host; }, "host");
+        break;
+      case GroupSpec::Kind::rails:
+        by_attribute([](const Node& n) { return n.local; }, "local index");
+        break;
+      case GroupSpec::Kind::under:
+        result.push_back(gpus_under(node(spec.node, pos)));
+        break;
       case GroupSpec::Kind::lists:
         for (const auto& list : spec.lists) result.push_back(list_members(list, scope));
         break;
@@ -296,7 +321,8 @@ class Evaluator {
     std::vector<char> seen(static_cast<std::size_t>(n_), 0);
     for (const auto& g : result)
       for (std::int32_t r : g)
-        if (seen[static_cast<std::size_t>(r)]++) fail(pos, "rank " + std::to_string(r) + " appears twice in this step's groups");
+        if (seen[static_cast<std::size_t>(r)]++)
+          fail(pos, "rank " + std::to_string(r) + " appears twice in this step's groups");
     return result;
   }
 
@@ -315,8 +341,10 @@ class Evaluator {
         if (seen[u]) continue;
         seen[u] = 1;
         const Node& n = topo_.node(u);
-        if (n.kind == NodeKind::gpu) ranks.push_back(n.rank);
-        else if (n.kind != NodeKind::switch_) frontier.push(u);
+        if (n.kind == NodeKind::gpu)
+          ranks.push_back(n.rank);
+        else if (n.kind != NodeKind::switch_)
+          frontier.push(u);
       }
     }
     std::sort(ranks.begin(), ranks.end());
@@ -331,15 +359,18 @@ class Evaluator {
         continue;
       }
       const std::int64_t first = integer(item.args[0], scope, -1, 0, n_ - 1, "a rank");
-      const std::int64_t last = integer(item.args[1], scope, -1, first, n_ - 1, "the end of the range");
+      const std::int64_t last =
+          integer(item.args[1], scope, -1, first, n_ - 1, "the end of the range");
       for (std::int64_t r = first; r <= last; ++r) members.push_back(static_cast<std::int32_t>(r));
     }
     return members;
   }
 
-  void order_and_filter(std::vector<std::int32_t>& members, const GroupSpec& spec, const Scope& scope) {
+  void order_and_filter(std::vector<std::int32_t>& members, const GroupSpec& spec,
+                        const Scope& scope) {
     if (spec.where)
-      std::erase_if(members, [&](std::int32_t r) { return number(*spec.where, scope, r) == Rational(0); });
+      std::erase_if(members,
+                    [&](std::int32_t r) { return number(*spec.where, scope, r) == Rational(0); });
     if (!spec.by) return;
     std::vector<std::pair<Value, std::int32_t>> keyed;
     for (std::int32_t r : members) keyed.emplace_back(eval(*spec.by, scope, r), r);
@@ -350,7 +381,8 @@ class Evaluator {
   // --- steps ---------------------------------------------------------------------------------
   void step(const Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
     const auto group_list = groups(s.groups, scope, s.pos);
-    std::vector<std::int32_t> group_of(static_cast<std::size_t>(n_), -1), position(static_cast<std::size_t>(n_), -1);
+    std::vector<std::int32_t> group_of(static_cast<std::size_t>(n_), -1),
+        position(static_cast<std::size_t>(n_), -1);
     for (std::size_t g = 0; g < group_list.size(); ++g) {
       auto members = group_list[g];
       for (std::size_t p = 0; p < members.size(); ++p) {
@@ -365,7 +397,8 @@ class Evaluator {
       for (std::int32_t c : pieces_[static_cast<std::size_t>(piece)].carriers) {
         const std::int32_t g = group_of[static_cast<std::size_t>(c)];
         if (g >= 0 && (roots[static_cast<std::size_t>(g)] < 0 ||
-                       position[static_cast<std::size_t>(c)] < position[static_cast<std::size_t>(roots[static_cast<std::size_t>(g)])]))
+                       position[static_cast<std::size_t>(c)] <
+                           position[static_cast<std::size_t>(roots[static_cast<std::size_t>(g)])]))
           roots[static_cast<std::size_t>(g)] = c;
       }
       std::vector<std::int32_t> current{piece};
@@ -389,7 +422,8 @@ class Evaluator {
   std::vector<std::int32_t> spread(const Statement& s, const std::vector<std::int32_t>& members,
                                    std::int32_t root, std::int32_t index, const Scope& scope) {
     const auto m = static_cast<std::int32_t>(members.size());
-    const auto root_pos = static_cast<std::int32_t>(std::find(members.begin(), members.end(), root) - members.begin());
+    const auto root_pos = static_cast<std::int32_t>(
+        std::find(members.begin(), members.end(), root) - members.begin());
     if (s.pattern == Pattern::scatter) return scatter(s, members, root_pos, index, scope);
     if (s.pattern == Pattern::dbtree) {
       const auto halves = split_piece(index, {Rational(1), Rational(1)}, s.pos);
@@ -412,28 +446,32 @@ class Evaluator {
     if (!tree.error.empty()) fail(s.pos, tree.error);
     spend(tree.edges.size(), s.pos);
     for (const TreeEdge& e : tree.edges)
-      send(members[static_cast<std::size_t>(e.from)], members[static_cast<std::size_t>(e.to)], index, e.round, -1, scope, s.pos);
+      send(members[static_cast<std::size_t>(e.from)], members[static_cast<std::size_t>(e.to)],
+           index, e.round, -1, scope, s.pos);
   }
 
   std::vector<std::int32_t> scatter(const Statement& s, const std::vector<std::int32_t>& members,
                                     std::int32_t root_pos, std::int32_t index, const Scope& scope) {
     const auto m = static_cast<std::int32_t>(members.size());
     if (m == 1) return {index};
-    const auto subs = split_piece(index, std::vector<Rational>(static_cast<std::size_t>(m - 1), Rational(1)), s.pos);
+    const auto subs = split_piece(
+        index, std::vector<Rational>(static_cast<std::size_t>(m - 1), Rational(1)), s.pos);
     for (std::int32_t k = 1; k < m; ++k) {
       const std::int32_t member = members[static_cast<std::size_t>((root_pos + k) % m)];
       const std::int32_t sub = subs[static_cast<std::size_t>(k - 1)];
       send(members[static_cast<std::size_t>(root_pos)], member, sub, 0, -1, scope, s.pos);
       auto& carriers = pieces_[static_cast<std::size_t>(sub)].carriers;
-      std::erase_if(carriers, [&](std::int32_t c) { return std::find(members.begin(), members.end(), c) != members.end(); });
+      std::erase_if(carriers, [&](std::int32_t c) {
+        return std::find(members.begin(), members.end(), c) != members.end();
+      });
       carriers.insert(std::upper_bound(carriers.begin(), carriers.end(), member), member);
     }
     return subs;
   }
 
   // A spanning tree over the group from a breadth-first search of the topology from the root's
-  // GPU (lowest link id first, or highest with `reverse`), skipping avoided links; members are joined to their nearest
-  // member ancestor, along the search tree's path.
+  // GPU (lowest link id first, or highest with `reverse`), skipping avoided links; members are
+  // joined to their nearest member ancestor, along the search tree's path.
   void move_along_bfs(const Statement& s, const std::vector<std::int32_t>& members,
                       std::int32_t root_pos, std::int32_t index, const Scope& scope) {
     std::vector<char> is_member(static_cast<std::size_t>(n_), 0);
@@ -457,22 +495,26 @@ class Evaluator {
     spend(order.size(), s.pos);
     for (NodeId v : order) {
       const Node& n = topo_.node(v);
-      if (v == start || n.kind != NodeKind::gpu || !is_member[static_cast<std::size_t>(n.rank)]) continue;
+      if (v == start || n.kind != NodeKind::gpu || !is_member[static_cast<std::size_t>(n.rank)])
+        continue;
       std::vector<NodeId> path{v};
       NodeId up = static_cast<NodeId>(parent[v]);
-      while (!(topo_.node(up).kind == NodeKind::gpu && is_member[static_cast<std::size_t>(topo_.node(up).rank)])) {
+      while (!(topo_.node(up).kind == NodeKind::gpu &&
+               is_member[static_cast<std::size_t>(topo_.node(up).rank)])) {
         path.push_back(up);
         up = static_cast<NodeId>(parent[up]);
       }
       path.push_back(up);
       std::reverse(path.begin(), path.end());
       depth[v] = depth[up] + 1;
-      send(topo_.node(up).rank, n.rank, index, depth[v] - 1, intern_path(std::move(path)), scope, s.pos);
+      send(topo_.node(up).rank, n.rank, index, depth[v] - 1, intern_path(std::move(path)), scope,
+           s.pos);
     }
     for (std::int32_t r : members)
       if (parent[topo_.gpu_of_rank(r)] < 0)
         fail(s.pos, "bfs: rank " + std::to_string(r) + " cannot be reached from rank " +
-                        std::to_string(members[static_cast<std::size_t>(root_pos)]) + " without the avoided links");
+                        std::to_string(members[static_cast<std::size_t>(root_pos)]) +
+                        " without the avoided links");
   }
 
   void send(std::int32_t from, std::int32_t to, std::int32_t index, std::int32_t round,
@@ -481,7 +523,8 @@ class Evaluator {
     auto& holder = piece.holder;
     if (holder[static_cast<std::size_t>(to)] != kNotHeld) return;
     if (plan_.transfers.size() >= limits_.max_transfers)
-      fail(pos, "the program makes more than " + std::to_string(limits_.max_transfers) + " transfers");
+      fail(pos,
+           "the program makes more than " + std::to_string(limits_.max_transfers) + " transfers");
     spend(1, pos);
     Transfer t;
     t.src = from;
@@ -534,11 +577,15 @@ class Evaluator {
   Value eval(const Expr& e, const Scope& scope, std::int32_t current) {
     spend(1, e.pos);
     switch (e.kind) {
-      case Expr::Kind::number: return {e.number};
-      case Expr::Kind::name: return {name_value(e, scope, current)};
+      case Expr::Kind::number:
+        return {e.number};
+      case Expr::Kind::name:
+        return {name_value(e, scope, current)};
       case Expr::Kind::node: {
         const Node& n = topo_.node(node(e.text, e.pos));
-        if (n.kind != NodeKind::gpu) fail(e.pos, "@" + e.text + " is a " + std::string(to_string(n.kind)) + ", not a gpu: only gpus have ranks");
+        if (n.kind != NodeKind::gpu)
+          fail(e.pos, "@" + e.text + " is a " + std::string(to_string(n.kind)) +
+                          ", not a gpu: only gpus have ranks");
         return {Rational(n.rank)};
       }
       case Expr::Kind::tuple: {
@@ -546,15 +593,18 @@ class Evaluator {
         for (const Expr& item : e.args) out.push_back(number(item, scope, current));
         return out;
       }
-      case Expr::Kind::range: fail(e.pos, "a range a..b is only allowed in a list of ranks");
+      case Expr::Kind::range:
+        fail(e.pos, "a range a..b is only allowed in a list of ranks");
       case Expr::Kind::unary: {
         const Rational a = number(e.args[0], scope, current);
         if (e.text == "-") return {checked(sub(Rational(0), a), e.pos)};
         return {Rational(a == Rational(0) ? 1 : 0)};
       }
       case Expr::Kind::ternary:
-        return eval(number(e.args[0], scope, current) != Rational(0) ? e.args[1] : e.args[2], scope, current);
-      case Expr::Kind::binary: return {binary(e, scope, current)};
+        return eval(number(e.args[0], scope, current) != Rational(0) ? e.args[1] : e.args[2], scope,
+                    current);
+      case Expr::Kind::binary:
+        return {binary(e, scope, current)};
     }
     fail(e.pos, "internal: unknown expression");
   }
@@ -590,11 +640,15 @@ class Evaluator {
     if (e.text == "nlocal") return Rational(nlocal_);
     if (e.text == "rank" || e.text == "host" || e.text == "local") {
       if (current < 0)
-        fail(e.pos, "'" + e.text + "' has no value here: it is the member's in 'by' and 'where', and the data's source rank's in 'weight'");
+        fail(e.pos, "'" + e.text +
+                        "' has no value here: it is the member's in 'by' and 'where', and the "
+                        "data's source rank's in 'weight'");
       const Node& n = topo_.node(topo_.gpu_of_rank(current));
       return Rational(e.text == "rank" ? n.rank : (e.text == "host" ? n.host : n.local));
     }
-    fail(e.pos, "unknown name '" + e.text + "' (names: rank, host, local, nranks, nhosts, nlocal, and those bound by let or split ... as)");
+    fail(e.pos, "unknown name '" + e.text +
+                    "' (names: rank, host, local, nranks, nhosts, nlocal, and those bound by let "
+                    "or split ... as)");
   }
 
   const Topology& topo_;

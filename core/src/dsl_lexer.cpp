@@ -8,14 +8,19 @@ namespace {
 
 // Longest first, so "<->" wins over "<-" and "<".
 constexpr std::array<std::string_view, 26> kPunctuation{
-    "<->", "->", "..", "==", "!=", "<=", ">=", "&&", "||", "{", "}", "(", ")", "[",
-    "]",   ",",  ";",  ":",  "?",  "+",  "-",  "*",  "/",  "%",  "<", ">"};
+    "<->", "->", "..", "==", "!=", "<=", ">=", "&&", "||", "{", "}", "(", ")",
+    "[",   "]",  ",",  ";",  ":",  "?",  "+",  "-",  "*",  "/", "%", "<", ">"};
 constexpr std::array<std::string_view, 2> kSingleOnly{"!", "="};
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_node_char(char c) { return is_ident_char(c) || c == '.'; }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 class Lexer {
  public:
@@ -35,7 +40,8 @@ class Lexer {
       } else if (is_digit(c)) {
         number(pos);
       } else if (c == '@') {
-        if (!node(pos)) return fail("'@' must be followed by a node id, e.g. @h0.gpu3 or @\"gpu-0\"", pos);
+        if (!node(pos))
+          return fail("'@' must be followed by a node id, e.g. @h0.gpu3 or @\"gpu-0\"", pos);
       } else if (!punctuation(pos)) {
         return fail(std::string("unexpected character '") + c + "'", pos);
       }
@@ -102,8 +108,14 @@ class Lexer {
       push(Tok::node, id, pos);
       return true;
     }
-    std::string id = take_while(is_node_char);
-    while (!id.empty() && id.back() == '.') id.pop_back();  // "@a.b..c" never ends in '.'
+    // A '.' belongs to the id only when an identifier character follows, so that the range
+    // "@h0.gpu0..@h0.gpu7" splits at "..".
+    std::string id;
+    while (!at_end() && (is_ident_char(text_[i_]) || (text_[i_] == '.' && i_ + 1 < text_.size() &&
+                                                      is_ident_char(text_[i_ + 1])))) {
+      id += text_[i_];
+      advance();
+    }
     if (id.empty()) return false;
     push(Tok::node, id, pos);
     return true;
@@ -144,6 +156,8 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> tokenize(std::string_view text) { return Lexer(text).run(); }
+std::vector<Token> tokenize(std::string_view text) {
+  return Lexer(text).run();
+}
 
 }  // namespace optiflow::core::dsl

@@ -28,11 +28,14 @@ int level_of(const Expr& e) {
   }
 }
 
+// Bare ids are identifier characters with single dots between them (the lexer's rule, so
+// that "@a..b" is a range); anything else is quoted.
 std::string node_text(const std::string& id) {
-  for (char c : id)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return "@\"" + id + "\"";
-  if (id.back() == '.') return "@\"" + id + "\"";
-  return "@" + id;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  bool bare = !id.empty();
+  for (std::size_t i = 0; i < id.size() && bare; ++i)
+    bare = ident(id[i]) || (id[i] == '.' && i + 1 < id.size() && ident(id[i + 1]));
+  return bare ? "@" + id : "@\"" + id + "\"";
 }
 
 // Prints `e`, parenthesised when it binds looser than `min_level` requires.

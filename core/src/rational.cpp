@@ -86,8 +86,9 @@ std::string Rational::to_string() const {
   int twos = 0, fives = 0;
   while (d % 2 == 0) d /= 2, ++twos;
   while (d % 5 == 0) d /= 5, ++fives;
-  if (d != 1) return std::to_string(num_) + "/" + std::to_string(den_);
   const int digits = std::max(twos, fives);
+  // Literals have at most 18 decimals (from_decimal); other fractions print as num/den.
+  if (d != 1 || digits > 18) return std::to_string(num_) + "/" + std::to_string(den_);
   Wide scaled = Wide(num_ < 0 ? -num_ : num_);
   Wide scale = 1;
   for (int i = 0; i < digits; ++i) scale *= 10;

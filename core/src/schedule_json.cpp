@@ -43,7 +43,7 @@ ordered_json step_json(const Step& step) {
 
 // `{"a":1,"b":2` : an object's members, left open for one more.
 std::string open_object(const ordered_json& members) {
-  std::string text = members.dump();
+  std::string text = members.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   text.pop_back();
   return text;
 }
@@ -63,7 +63,8 @@ void write_tb(std::string& out, const ThreadBlock& tb) {
          open_object({{"send", tb.send_peer}, {"recv", tb.recv_peer}, {"channel", tb.channel}}) +
          ",\"steps\":[";
   for (std::size_t i = 0; i < tb.steps.size(); ++i)
-    out += (i ? ",\n" : "\n") + indent(4) + step_json(tb.steps[i]).dump();
+    out += (i ? ",\n" : "\n") + indent(4) +
+           step_json(tb.steps[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   close_list(out, tb.steps.empty(), 3);
   out += "}";
 }
@@ -142,8 +143,8 @@ class FieldReader {
     const bool too_big =
         value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max);
     if (too_big || value.get<std::int64_t>() < min || value.get<std::int64_t>() > max)
-      fail(at, value.dump() + " is out of range [" + std::to_string(min) + ", " +
-                   std::to_string(max) + "]");
+      fail(at, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                   " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
     return value.get<std::int64_t>();
   }
 
@@ -283,7 +284,8 @@ std::string write_schedule_json(const Schedule& schedule) {
   // and a step per line keeps them readable and diffable.
   std::string out = "{\n";
   for (const auto& [key, value] : head.items())
-    out += indent(1) + json(key).dump() + ": " + value.dump() + ",\n";
+    out += indent(1) + json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           ": " + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n";
   out += indent(1) + "\"programs\": [";
   for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank) {
     out += rank ? ",\n" : "\n";

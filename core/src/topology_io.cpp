@@ -212,7 +212,7 @@ std::string write_topology_json(const Topology& topology) {
   }
   doc["nodes"] = std::move(nodes);
   doc["links"] = std::move(links);
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Topology load_topology(const std::string& name_or_path) {

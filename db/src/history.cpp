@@ -162,7 +162,7 @@ std::string results_json(const std::vector<ResultRow>& rows) {
                                            {"bound_us", row.perf.bound_us},
                                            {"recorded_at", row.recorded_at}});
   }
-  return array.dump(2) + "\n";
+  return array.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace optiflow::db

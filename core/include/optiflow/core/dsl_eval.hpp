@@ -11,8 +11,8 @@ namespace optiflow::core::dsl {
 
 /// Bounds on evaluation, so that no program can exhaust time or memory.
 struct EvalLimits {
-  std::size_t max_transfers = 1u << 23;
-  std::size_t max_pieces = 1u << 20;
+  std::size_t max_transfers = 1u << 21;  ///< a ring on 1,024 ranks makes 2^20
+  std::size_t max_pieces = 1u << 17;
   std::size_t max_work = 1u << 28;  ///< expression evaluations, tree edges, holder updates
 };
 
