@@ -95,7 +95,7 @@ class Parser {
 
   // --- statements ----------------------------------------------------------------------------
   Block statements(bool in_block) {
-    if (++nesting_ > kMaxNesting) fail("blocks are nested more than " + std::to_string(kMaxNesting) + " deep");
+    if (++block_depth_ > kMaxNesting) fail("blocks are nested more than " + std::to_string(kMaxNesting) + " deep");
     Block block;
     skip_separators();
     while (!(in_block && at_punct("}")) && peek().kind != Tok::end) {
@@ -104,7 +104,7 @@ class Parser {
         fail("expected the end of the statement (a new line or ';'), found " + describe(peek()));
       skip_separators();
     }
-    --nesting_;
+    --block_depth_;
     return block;
   }
 
@@ -207,8 +207,9 @@ class Parser {
     s.pattern = *pattern;
     if (s.pattern == Pattern::kary) {
       if (peek().kind != Tok::number) fail("expected the tree's arity after 'kary' (e.g. 'kary 4 over all')");
-      const auto k = Rational::from_decimal(take().text);
-      if (!k || !k->is_integer() || k->num() < 2 || k->num() > 64) fail_at(peek(0).pos, "kary's arity must be an integer from 2 to 64");
+      const Token& arity = take();
+      const auto k = Rational::from_decimal(arity.text);
+      if (!k || !k->is_integer() || k->num() < 2 || k->num() > 64) fail_at(arity.pos, "kary's arity must be an integer from 2 to 64");
       s.arity = static_cast<int>(k->num());
     }
     expect_word("over", "after the pattern '" + word.text + "' (e.g. '" + word.text + " over all')");
@@ -357,7 +358,8 @@ class Parser {
   const std::string& source_;
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
-  int nesting_ = 0;
+  int block_depth_ = 0;  // blocks and expressions nest independently, each up to kMaxNesting
+  int nesting_ = 0;      // expressions
 };
 
 }  // namespace
