@@ -141,7 +141,7 @@ class Exploration {
     if (options_.sizes.empty()) options_.sizes = core::parse_sizes("1K:1G");
     if (options_.proposer != "offline")
       throw core::InputError(core::SourceLocation{"command line", 0, 0, "--proposer"},
-                             "proposer '" + options_.proposer + "' is not available (offline)");
+                             "proposer '" + options_.proposer + "' is not available yet: use --proposer offline");
     topology_ = std::make_unique<core::Topology>(core::load_topology(options_.topology));
     bound_ = std::make_unique<core::LowerBound>(
         core::LowerBound::compute(*topology_, options_.collective));

@@ -17,7 +17,8 @@ class FlowNetwork final : public Network {
  public:
   FlowNetwork(const core::Topology& topology, const StepGraph& graph)
       : graph_(graph), capacity_(topology.link_count()), flows_on_(topology.link_count()) {
-    for (core::LinkId l = 0; l < topology.link_count(); ++l) capacity_[l] = topology.link(l).bw_GBps * 1e3;
+    for (core::LinkId l = 0; l < topology.link_count(); ++l)
+      capacity_[l] = topology.link(l).bw_GBps * 1e3;
     started_us.assign(graph.transfers.size(), 0);
     busy_us.assign(topology.link_count(), 0);
     bytes.assign(topology.link_count(), 0);
@@ -31,10 +32,14 @@ class FlowNetwork final : public Network {
       if (flows_on_[l]++ == 0) loaded_.push_back(l);
       bytes[l] += size;
     }
-    share_bandwidth();
+    dirty_ = true;
   }
 
   double next_arrival() override {
+    if (dirty_) {
+      share_bandwidth();
+      dirty_ = false;
+    }
     double next = latency_.empty() ? kNever : std::get<0>(latency_.top());
     for (const Flow& f : active_) next = std::min(next, now_ + f.remaining / f.rate);
     return next;
@@ -42,8 +47,8 @@ class FlowNetwork final : public Network {
 
   void take_arrivals(double now, std::vector<std::int32_t>& arrived) override {
     advance(now);
-    const auto drained = std::stable_partition(active_.begin(), active_.end(),
-                                               [](const Flow& f) { return f.remaining > kDrainedBytes; });
+    const auto drained = std::stable_partition(
+        active_.begin(), active_.end(), [](const Flow& f) { return f.remaining > kDrainedBytes; });
     if (drained != active_.end()) {
       for (auto it = drained; it != active_.end(); ++it) {
         for (core::LinkId l : links_of(it->id))
@@ -52,7 +57,7 @@ class FlowNetwork final : public Network {
         latency_.push({now + alpha, sequence_++, it->id});
       }
       active_.erase(drained, active_.end());
-      share_bandwidth();
+      dirty_ = true;
     }
     while (!latency_.empty() && std::get<0>(latency_.top()) <= now) {
       arrived.push_back(std::get<2>(latency_.top()));
@@ -69,7 +74,8 @@ class FlowNetwork final : public Network {
 
   std::span<const core::LinkId> links_of(std::int32_t id) const {
     const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-    return {graph_.route_links.data() + t.route_begin, static_cast<std::size_t>(t.route_end - t.route_begin)};
+    return {graph_.route_links.data() + t.route_begin,
+            static_cast<std::size_t>(t.route_end - t.route_begin)};
   }
 
   void advance(double now) {
@@ -80,50 +86,62 @@ class FlowNetwork final : public Network {
     now_ = now;
   }
 
-  // Progressive filling: repeatedly find the link whose remaining capacity, split evenly among
-  // its unfixed flows, is smallest; fix those flows at that share.
+  // Progressive filling, by levels: every link whose even split of its remaining capacity is
+  // the smallest fixes all its unfixed flows at that share, in one round.
   void share_bandwidth() {
-    std::vector<double> left(loaded_.size());
-    std::vector<std::int32_t> unfixed(loaded_.size());
-    std::vector<std::int32_t> slot(capacity_.size(), -1);
-    for (std::size_t i = 0; i < loaded_.size(); ++i) {
-      slot[loaded_[i]] = static_cast<std::int32_t>(i);
-      left[i] = capacity_[loaded_[i]];
-      unfixed[i] = flows_on_[loaded_[i]];
+    const std::size_t loaded = loaded_.size();
+    left_.resize(loaded);
+    unfixed_.resize(loaded);
+    member_begin_.assign(loaded + 1, 0);
+    slot_.resize(capacity_.size(), -1);
+    for (std::size_t i = 0; i < loaded; ++i) {
+      slot_[loaded_[i]] = static_cast<std::int32_t>(i);
+      left_[i] = capacity_[loaded_[i]];
+      unfixed_[i] = flows_on_[loaded_[i]];
+      member_begin_[i + 1] = member_begin_[i] + flows_on_[loaded_[i]];
     }
-    std::vector<char> fixed(active_.size(), 0);
+    members_.resize(static_cast<std::size_t>(member_begin_[loaded]));
+    fill_.assign(member_begin_.begin(), member_begin_.end() - 1);
+    for (std::size_t f = 0; f < active_.size(); ++f)
+      for (core::LinkId l : links_of(active_[f].id))
+        members_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(slot_[l])]++)] =
+            static_cast<std::int32_t>(f);
+    fixed_.assign(active_.size(), 0);
     for (std::size_t remaining = active_.size(); remaining > 0;) {
-      std::size_t bottleneck = 0;
       double share = kNever;
-      for (std::size_t i = 0; i < loaded_.size(); ++i)
-        if (unfixed[i] > 0 && left[i] / unfixed[i] < share) {
-          share = left[i] / unfixed[i];
-          bottleneck = i;
-        }
-      for (std::size_t f = 0; f < active_.size(); ++f) {
-        if (fixed[f]) continue;
-        const auto links = links_of(active_[f].id);
-        if (std::find(links.begin(), links.end(), loaded_[bottleneck]) == links.end()) continue;
-        fixed[f] = 1;
-        --remaining;
-        active_[f].rate = share;
-        for (core::LinkId l : links) {
-          left[static_cast<std::size_t>(slot[l])] -= share;
-          --unfixed[static_cast<std::size_t>(slot[l])];
+      for (std::size_t i = 0; i < loaded; ++i)
+        if (unfixed_[i] > 0) share = std::min(share, left_[i] / unfixed_[i]);
+      for (std::size_t i = 0; i < loaded; ++i) {
+        if (unfixed_[i] == 0 || left_[i] / unfixed_[i] > share) continue;
+        for (std::int32_t m = member_begin_[i]; m < member_begin_[i + 1]; ++m) {
+          const auto f = static_cast<std::size_t>(members_[static_cast<std::size_t>(m)]);
+          if (fixed_[f]) continue;
+          fixed_[f] = 1;
+          --remaining;
+          active_[f].rate = share;
+          for (core::LinkId l : links_of(active_[f].id)) {
+            left_[static_cast<std::size_t>(slot_[l])] -= share;
+            --unfixed_[static_cast<std::size_t>(slot_[l])];
+          }
         }
       }
     }
   }
 
+  std::vector<double> left_;
+  std::vector<std::int32_t> unfixed_, member_begin_, members_, fill_, slot_;
+  std::vector<char> fixed_;
+
   using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
   const StepGraph& graph_;
-  std::vector<double> capacity_;          // bytes per microsecond
-  std::vector<std::int32_t> flows_on_;    // active flows per link
-  std::vector<core::LinkId> loaded_;      // links with at least one active flow
+  std::vector<double> capacity_;        // bytes per microsecond
+  std::vector<std::int32_t> flows_on_;  // active flows per link
+  std::vector<core::LinkId> loaded_;    // links with at least one active flow
   std::vector<Flow> active_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> latency_;
   std::uint64_t sequence_ = 0;
   double now_ = 0;
+  bool dirty_ = false;
 };
 
 }  // namespace
