@@ -71,7 +71,8 @@ struct SimResult {
 
 /// A schedule prepared for simulation on one topology: matched sends and receives, routes
 /// (the schedule's, or the cheapest path), dependencies flattened. Build once, run at every
-/// size. Run is const and thread-safe. The schedule must have passed verify_schedule.
+/// size. Run is const and thread-safe. The schedule must have passed verify_schedule. The
+/// topology is referenced, not copied: it must outlive the Simulator.
 class Simulator {
  public:
   Simulator(const core::Topology& topology, const core::Schedule& schedule, SimOptions options = {});
