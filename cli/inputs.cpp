@@ -1,30 +1,13 @@
 #include "inputs.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include "optiflow/core/compiler.hpp"
 #include "optiflow/core/dsl_parser.hpp"
 #include "optiflow/core/error.hpp"
 #include "optiflow/core/schedule_io.hpp"
+#include "optiflow/core/text_file.hpp"
 #include "optiflow/core/verifier.hpp"
 
 namespace optiflow::cli {
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.good())
-    throw core::InputError(core::SourceLocation{path, 0, 0, {}}, "cannot write file");
-}
 
 core::Collective parse_collective(const std::string& name) {
   auto collective = core::collective_from_string(name);
@@ -37,7 +20,7 @@ core::Collective parse_collective(const std::string& name) {
 
 core::Schedule load_schedule(const std::string& path, const core::Topology& topology,
                              core::Collective collective) {
-  const std::string text = read_text_file(path);
+  const std::string text = core::read_text_file(path);
   const auto first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
   const bool is_schedule = first != std::string::npos && (text[first] == '{' || text[first] == '<');
   if (!is_schedule) {

@@ -6,12 +6,13 @@
 
 #include "optiflow/core/collective.hpp"
 #include "optiflow/core/schedule.hpp"
+#include "optiflow/core/text_file.hpp"
 #include "optiflow/core/topology.hpp"
 
 namespace optiflow::cli {
 
-std::string read_text_file(const std::string& path);
-void write_text_file(const std::string& path, const std::string& text);
+using core::read_text_file;
+using core::write_text_file;
 core::Collective parse_collective(const std::string& name);
 
 /// A schedule from a file: schedule JSON or MSCCL XML (verified here, routes checked against

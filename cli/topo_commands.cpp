@@ -11,6 +11,7 @@
 #include "optiflow/core/generators.hpp"
 #include "optiflow/core/nccl_topo_xml.hpp"
 #include "optiflow/core/sizes.hpp"
+#include "optiflow/core/text_file.hpp"
 #include "optiflow/core/topology_io.hpp"
 #include "optiflow/core/topology_summary.hpp"
 
@@ -132,10 +133,7 @@ void add_import_nccl(CLI::App& topo) {
     if (args->nvswitch_GBps > 0) args->options.nvswitch_GBps = args->nvswitch_GBps;
     const auto result = core::read_nccl_topology_file(args->file, args->options);
     for (const auto& note : result.notes) std::cerr << "note: " << note << "\n";
-    std::ofstream out(args->out, std::ios::binary);
-    out << core::write_topology_json(result.topology);
-    if (!out.good())
-      throw core::InputError(core::SourceLocation{args->out, 0, 0, {}}, "cannot write file");
+    core::write_text_file(args->out, core::write_topology_json(result.topology));
     std::cout << strprintf("wrote %s: %d ranks, %zu nodes, %zu directed links\n", args->out.c_str(),
                            result.topology.rank_count(), result.topology.node_count(),
                            result.topology.link_count());

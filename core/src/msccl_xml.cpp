@@ -10,13 +10,13 @@
 #include <cctype>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "optiflow/core/error.hpp"
+#include "optiflow/core/text_file.hpp"
+#include "parse_support.hpp"
 
 namespace optiflow::core {
 namespace {
@@ -494,18 +494,6 @@ void read_gpus(XmlReader& xml, const XMLElement& algo, Schedule& schedule) {
   xml.gpu = -1;
 }
 
-// "XML_ERROR_MISMATCHED_ELEMENT" -> "mismatched element", with tinyxml2's detail if any.
-std::string xml_error_message(const tinyxml2::XMLDocument& doc) {
-  std::string message = doc.ErrorName();
-  if (message.starts_with("XML_ERROR_")) message.erase(0, 10);
-  for (char& c : message)
-    c = c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string detail = doc.ErrorStr();
-  if (const auto colon = detail.find(": "); colon != std::string::npos)
-    message += " (" + detail.substr(colon + 2) + ")";
-  return "malformed XML: " + message;
-}
-
 }  // namespace
 
 bool is_msccl_protocol(std::string_view name) {
@@ -546,11 +534,7 @@ Schedule parse_msccl_xml(std::string_view xml_text, const std::string& source) {
 }
 
 Schedule read_msccl_xml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0, {}}, "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_msccl_xml(text.str(), path);
+  return parse_msccl_xml(read_text_file(path), path);
 }
 
 }  // namespace optiflow::core

@@ -8,11 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "optiflow/core/error.hpp"
+#include "optiflow/core/text_file.hpp"
+#include "parse_support.hpp"
 
 namespace optiflow::core {
 namespace {
@@ -533,18 +534,6 @@ void check_options(const NcclImportOptions& options, const std::string& source) 
   if (!positive(options.nvswitch_GBps)) fail("nvswitch_GBps", "must be a positive number of GB/s");
 }
 
-// "XML_ERROR_MISMATCHED_ELEMENT" -> "mismatched element", with tinyxml2's detail if any.
-std::string xml_error_message(const tinyxml2::XMLDocument& doc) {
-  std::string message = doc.ErrorName();
-  if (message.starts_with("XML_ERROR_")) message.erase(0, 10);
-  for (char& c : message)
-    c = c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string detail = doc.ErrorStr();
-  if (const auto colon = detail.find(": "); colon != std::string::npos)
-    message += " (" + detail.substr(colon + 2) + ")";
-  return "malformed XML: " + message;
-}
-
 }  // namespace
 
 NcclImportResult import_nccl_topology_xml(std::string_view xml_text, const std::string& source,
@@ -578,11 +567,7 @@ NcclImportResult import_nccl_topology_xml(std::string_view xml_text, const std::
 
 NcclImportResult read_nccl_topology_file(const std::string& path,
                                          const NcclImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0, {}}, "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return import_nccl_topology_xml(text.str(), path, options);
+  return import_nccl_topology_xml(read_text_file(path), path, options);
 }
 
 }  // namespace optiflow::core

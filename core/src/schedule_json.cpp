@@ -2,14 +2,14 @@
 // also accepts MSCCL XML.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "optiflow/core/error.hpp"
 #include "optiflow/core/msccl_xml.hpp"
 #include "optiflow/core/schedule_io.hpp"
+#include "optiflow/core/text_file.hpp"
+#include "parse_support.hpp"
 
 namespace optiflow::core {
 namespace {
@@ -158,35 +158,6 @@ std::string item(const std::string& path, std::size_t index) {
   return path + "[" + std::to_string(index) + "]";
 }
 
-// nlohmann reports byte offsets; people want line and column.
-SourceLocation location_of_offset(std::string_view text, std::size_t offset,
-                                  const std::string& source) {
-  SourceLocation where{source, 1, 1, {}};
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++where.line;
-      where.column = 1;
-    } else {
-      ++where.column;
-    }
-  }
-  return where;
-}
-
-json parse_json_text(std::string_view text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string message = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix;
-    // the location is ours to print.
-    if (auto colon = message.find(": "); colon != std::string::npos)
-      message = message.substr(colon + 2);
-    throw InputError(location_of_offset(text, e.byte > 0 ? e.byte - 1 : 0, source),
-                     "invalid JSON: " + message);
-  }
-}
-
 template <class Enum>
 Enum enum_field(const FieldReader& r, const char* key,
                 std::optional<Enum> (*from_string)(std::string_view), std::string_view names) {
@@ -322,11 +293,7 @@ Schedule parse_schedule_json(std::string_view text, const std::string& source) {
 }
 
 Schedule read_schedule_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0, {}}, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_text_file(path);
   std::string_view rest = text;
   if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // a UTF-8 byte order mark
   const auto first = rest.find_first_not_of(" \t\r\n");

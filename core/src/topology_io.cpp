@@ -1,13 +1,13 @@
 #include "optiflow/core/topology_io.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "optiflow/core/error.hpp"
 #include "optiflow/core/generators.hpp"
+#include "optiflow/core/text_file.hpp"
+#include "parse_support.hpp"
 
 namespace optiflow::core {
 namespace {
@@ -67,35 +67,6 @@ class FieldReader {
   std::string path_;
   const std::string& source_;
 };
-
-// nlohmann reports byte offsets; people want line and column.
-SourceLocation location_of_offset(std::string_view text, std::size_t offset,
-                                  const std::string& source) {
-  SourceLocation where{source, 1, 1, {}};
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++where.line;
-      where.column = 1;
-    } else {
-      ++where.column;
-    }
-  }
-  return where;
-}
-
-json parse_json_text(std::string_view text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string message = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix;
-    // the location is ours to print.
-    if (auto colon = message.find(": "); colon != std::string::npos)
-      message = message.substr(colon + 2);
-    throw InputError(location_of_offset(text, e.byte > 0 ? e.byte - 1 : 0, source),
-                     "invalid JSON: " + message);
-  }
-}
 
 void read_nodes(const FieldReader& top, Topology& topo, std::map<std::string, NodeId>& by_id,
                 const std::string& source) {
@@ -172,11 +143,7 @@ Topology parse_topology_json(std::string_view text, const std::string& source) {
 }
 
 Topology read_topology_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0, {}}, "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_topology_json(text.str(), path);
+  return parse_topology_json(read_text_file(path), path);
 }
 
 std::string write_topology_json(const Topology& topology) {

@@ -20,6 +20,7 @@
 #include "optiflow/core/error.hpp"
 #include "optiflow/core/msccl_xml.hpp"
 #include "optiflow/core/sizes.hpp"
+#include "optiflow/core/text_file.hpp"
 #include "optiflow/core/topology_io.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/sim/simulator.hpp"
@@ -140,8 +141,9 @@ class Exploration {
     }
     if (options_.sizes.empty()) options_.sizes = core::parse_sizes("1K:1G");
     if (options_.proposer != "offline")
-      throw core::InputError(core::SourceLocation{"command line", 0, 0, "--proposer"},
-                             "proposer '" + options_.proposer + "' is not available yet: use --proposer offline");
+      throw core::InputError(
+          core::SourceLocation{"command line", 0, 0, "--proposer"},
+          "proposer '" + options_.proposer + "' is not available yet: use --proposer offline");
     topology_ = std::make_unique<core::Topology>(core::load_topology(options_.topology));
     bound_ = std::make_unique<core::LowerBound>(
         core::LowerBound::compute(*topology_, options_.collective));
@@ -338,11 +340,11 @@ class Exploration {
                                topology_->name() + "-" + std::to_string(w.size_bytes);
       w.schedule_path = stem + ".json";
       w.msccl_path = stem + ".xml";
-      std::ofstream(w.schedule_path, std::ios::binary) << winner.schedule_json;
+      core::write_text_file(w.schedule_path, winner.schedule_json);
       core::MscclExportOptions xml;
       xml.min_bytes = s == 0 ? 0 : options_.sizes[s - 1] + 1;
       xml.max_bytes = w.size_bytes;
-      std::ofstream(w.msccl_path, std::ios::binary) << core::write_msccl_xml(winner.schedule, xml);
+      core::write_text_file(w.msccl_path, core::write_msccl_xml(winner.schedule, xml));
       sim::SimOptions flow;
       flow.model = sim::Model::flow;
       w.flow_busbw_GBps =

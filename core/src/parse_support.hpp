@@ -1,0 +1,18 @@
+// What the JSON and XML readers share: their libraries' errors turned into located messages.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+#include <tinyxml2.h>
+
+namespace optiflow::core {
+
+/// Parses JSON text; a syntax error becomes InputError at `source`:line:column.
+nlohmann::json parse_json_text(std::string_view text, const std::string& source);
+
+/// "malformed XML: mismatched element (...)" from tinyxml2's error name and detail.
+std::string xml_error_message(const tinyxml2::XMLDocument& doc);
+
+}  // namespace optiflow::core
