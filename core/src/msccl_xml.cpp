@@ -454,7 +454,7 @@ RankProgram read_gpu(XmlReader& xml, const XMLElement& e, const Schedule& schedu
 Schedule read_algo(const XmlReader& xml, const XMLElement& algo) {
   Schedule schedule;
   const char* name = algo.Attribute("name");
-  schedule.name = name ? name : std::filesystem::path(xml.source()).stem().string();
+  schedule.name = valid_utf8(name ? name : std::filesystem::path(xml.source()).stem().string());
   schedule.protocol = std::string(xml.required(algo, "proto"));
   if (!is_msccl_protocol(schedule.protocol))
     xml.fail(algo, "proto", "unknown protocol '" + schedule.protocol + "' (Simple|LL|LL128)");
@@ -463,7 +463,7 @@ Schedule read_algo(const XmlReader& xml, const XMLElement& algo) {
   schedule.ranks = xml.int32(algo, "ngpus", 1);
   schedule.chunks = xml.int32(algo, "nchunksperloop", 1);
   schedule.inplace = xml.integer(algo, "inplace", 0, 1) == 1;
-  if (const char* topology = algo.Attribute("topology")) schedule.topology = topology;
+  if (const char* topology = algo.Attribute("topology")) schedule.topology = valid_utf8(topology);
   return schedule;
 }
 

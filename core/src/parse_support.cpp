@@ -38,6 +38,12 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
   }
 }
 
+std::string valid_utf8(std::string_view text) {
+  const std::string quoted = nlohmann::json(std::string(text))
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(quoted).get<std::string>();
+}
+
 std::string xml_error_message(const tinyxml2::XMLDocument& doc) {
   std::string message = doc.ErrorName();  // "XML_ERROR_MISMATCHED_ELEMENT" -> "mismatched element"
   if (message.starts_with("XML_ERROR_")) message.erase(0, 10);
