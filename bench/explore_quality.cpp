@@ -35,13 +35,14 @@ int main(int argc, char** argv) {
   const std::int64_t budget = argc > 1 ? std::stoll(argv[1]) : 500;
   std::vector<std::string> topologies;
   for (int i = 2; i < argc; ++i) topologies.push_back(argv[i]);
-  if (topologies.empty()) topologies = {"a100x4", "a100x4-degraded", "dgx1", "torus4x4", "fattree16"};
+  if (topologies.empty())
+    topologies = {"a100x4", "a100x4-degraded", "dgx1", "torus4x4", "fattree16"};
   const auto dir = std::filesystem::temp_directory_path() / "optiflow-bench-explore";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
 
-  std::printf("%-16s %9s %10s %12s %12s %12s %8s\n", "topology", "seconds", "1G x bound", "1K best us",
-              "1K ring us", "1K rd us", "1K ok");
+  std::printf("%-16s %9s %10s %12s %12s %12s %8s\n", "topology", "seconds", "1G x bound",
+              "1K best us", "1K ring us", "1K rd us", "1K ok");
   for (const auto& name : topologies) {
     explore::ExploreOptions options;
     options.topology = name;

@@ -24,7 +24,8 @@ class PassRunner {
            bool routed = false) {
     const auto start = std::chrono::steady_clock::now();
     pass(plan);
-    const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double, std::milli> spent =
+        std::chrono::steady_clock::now() - start;
     reports_.push_back(PassReport{name, spent.count(), plan.transfers.size()});
     const std::string problem = passes::check_plan(plan, routed ? &topology_ : nullptr);
     if (!problem.empty())
@@ -42,9 +43,12 @@ class PassRunner {
 
 Plan mirror_for(Collective collective, Plan plan, const std::string& source) {
   switch (collective) {
-    case Collective::all_gather: return plan;
-    case Collective::reduce_scatter: return passes::mirror_reduce_scatter(plan);
-    case Collective::all_reduce: return passes::all_reduce(plan);
+    case Collective::all_gather:
+      return plan;
+    case Collective::reduce_scatter:
+      return passes::mirror_reduce_scatter(plan);
+    case Collective::all_reduce:
+      return passes::all_reduce(plan);
     default:
       throw InputError(SourceLocation{source, 0, 0, "--collective"},
                        "programs compile to allgather, reducescatter and allreduce; not to " +
@@ -61,11 +65,16 @@ Compilation compile(const dsl::Program& program, const Topology& topology,
   Plan plan;
   runner.run("expand", plan, [&](Plan& p) { p = dsl::evaluate(program, topology, source, text); });
   runner.run("pipeline", plan, passes::pipeline);
-  runner.run("mirror", plan, [&](Plan& p) { p = mirror_for(options.collective, std::move(p), source); });
-  runner.run("chunks", plan, [&](Plan& p) { passes::assign_chunks(p, options.max_chunks, source); });
+  runner.run("mirror", plan,
+             [&](Plan& p) { p = mirror_for(options.collective, std::move(p), source); });
+  runner.run("chunks", plan,
+             [&](Plan& p) { passes::assign_chunks(p, options.max_chunks, source); });
   runner.run("coalesce", plan, passes::coalesce);
-  runner.run("route", plan, [&](Plan& p) { passes::route(p, topology, source); }, true);
-  runner.run("order", plan, [&](Plan& p) { passes::order(p, topology, options.reference_size_bytes); }, true);
+  runner.run(
+      "route", plan, [&](Plan& p) { passes::route(p, topology, source); }, true);
+  runner.run(
+      "order", plan, [&](Plan& p) { passes::order(p, topology, options.reference_size_bytes); },
+      true);
   runner.run("channels", plan, passes::assign_channels, true);
 
   Compilation result;
@@ -77,8 +86,9 @@ Compilation compile(const dsl::Program& program, const Topology& topology,
   result.passes = runner.take_reports();
   result.passes.push_back(PassReport{"emit+verify", spent.count(), plan.transfers.size()});
   if (!verdict.ok())
-    throw InputError(SourceLocation{source, 0, 0, {}},
-                     "internal compiler error: the schedule fails verification: " + verdict.summary());
+    throw InputError(
+        SourceLocation{source, 0, 0, {}},
+        "internal compiler error: the schedule fails verification: " + verdict.summary());
   result.plan = std::move(plan);
   return result;
 }

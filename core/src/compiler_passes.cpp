@@ -14,7 +14,9 @@ namespace {
 
 using Index = std::int32_t;
 
-bool overlaps(const Interval& a, const Interval& b) { return a.begin < b.end && b.begin < a.end; }
+bool overlaps(const Interval& a, const Interval& b) {
+  return a.begin < b.end && b.begin < a.end;
+}
 
 Rational at(const Interval& i, std::int64_t k, std::int64_t parts) {
   // begin + (end - begin) * k / parts; every value here is a small fraction of the buffer.
@@ -25,7 +27,8 @@ Rational at(const Interval& i, std::int64_t k, std::int64_t parts) {
 std::vector<std::vector<Index>> dependents(const Plan& plan) {
   std::vector<std::vector<Index>> out(plan.transfers.size());
   for (std::size_t t = 0; t < plan.transfers.size(); ++t)
-    for (Index d : plan.transfers[t].deps) out[static_cast<std::size_t>(d)].push_back(static_cast<Index>(t));
+    for (Index d : plan.transfers[t].deps)
+      out[static_cast<std::size_t>(d)].push_back(static_cast<Index>(t));
   return out;
 }
 
@@ -48,7 +51,8 @@ void pipeline(Plan& plan) {
       for (Index d : whole.deps)
         for (std::int64_t ds = 0; ds < k; ++ds) {
           const Index candidate = first_slice[static_cast<std::size_t>(d)] + static_cast<Index>(ds);
-          if (overlaps(sliced[static_cast<std::size_t>(candidate)].data, part.data)) part.deps.push_back(candidate);
+          if (overlaps(sliced[static_cast<std::size_t>(candidate)].data, part.data))
+            part.deps.push_back(candidate);
         }
       sliced.push_back(std::move(part));
     }
@@ -93,9 +97,11 @@ Plan all_reduce(const Plan& ag) {
   for (const Transfer& t : plan.transfers) stage_offset = std::max(stage_offset, t.stage + 1);
   std::vector<std::vector<Index>> reduced_into(static_cast<std::size_t>(plan.ranks));
   for (Index t = 0; t < offset; ++t)
-    reduced_into[static_cast<std::size_t>(plan.transfers[static_cast<std::size_t>(t)].dst)].push_back(t);
+    reduced_into[static_cast<std::size_t>(plan.transfers[static_cast<std::size_t>(t)].dst)]
+        .push_back(t);
   const auto route_offset = static_cast<std::int32_t>(plan.explicit_routes.size());
-  plan.explicit_routes.insert(plan.explicit_routes.end(), ag.explicit_routes.begin(), ag.explicit_routes.end());
+  plan.explicit_routes.insert(plan.explicit_routes.end(), ag.explicit_routes.begin(),
+                              ag.explicit_routes.end());
   for (Transfer t : ag.transfers) {
     for (Index& d : t.deps) d += offset;
     if (t.deps.empty())  // a root: its data is complete once every reduction into it is done
@@ -135,23 +141,27 @@ void coalesce(Plan& plan) {
   std::map<Key, std::vector<Index>> groups;
   for (Index t = 0; t < static_cast<Index>(plan.transfers.size()); ++t) {
     const Transfer& x = plan.transfers[static_cast<std::size_t>(t)];
-    groups[{x.src, x.dst, x.stage, x.round, x.slice, x.reduce, x.explicit_route, x.avoid_set}].push_back(t);
+    groups[{x.src, x.dst, x.stage, x.round, x.slice, x.reduce, x.explicit_route, x.avoid_set}]
+        .push_back(t);
   }
   std::vector<Index> merged_into(plan.transfers.size());
   std::iota(merged_into.begin(), merged_into.end(), 0);
   for (auto& [key, members] : groups) {
     std::sort(members.begin(), members.end(), [&](Index a, Index b) {
-      return plan.transfers[static_cast<std::size_t>(a)].first_chunk < plan.transfers[static_cast<std::size_t>(b)].first_chunk;
+      return plan.transfers[static_cast<std::size_t>(a)].first_chunk <
+             plan.transfers[static_cast<std::size_t>(b)].first_chunk;
     });
     for (std::size_t i = 1; i < members.size(); ++i) {
-      Transfer& head = plan.transfers[static_cast<std::size_t>(merged_into[static_cast<std::size_t>(members[i - 1])])];
+      Transfer& head = plan.transfers[static_cast<std::size_t>(
+          merged_into[static_cast<std::size_t>(members[i - 1])])];
       Transfer& next = plan.transfers[static_cast<std::size_t>(members[i])];
       if (head.first_chunk + head.chunk_count != next.first_chunk) continue;
       head.chunk_count += next.chunk_count;
       head.data.end = next.data.end;
       head.deps.insert(head.deps.end(), next.deps.begin(), next.deps.end());
       head.piece = std::min(head.piece, next.piece);
-      merged_into[static_cast<std::size_t>(members[i])] = merged_into[static_cast<std::size_t>(members[i - 1])];
+      merged_into[static_cast<std::size_t>(members[i])] =
+          merged_into[static_cast<std::size_t>(members[i - 1])];
     }
   }
   // Keep the survivors, point dependencies at them, and restore "dependencies come first".
@@ -162,7 +172,8 @@ void coalesce(Plan& plan) {
   std::vector<std::vector<Index>> deps(plan.transfers.size());
   for (Index t : survivors) {
     auto& d = deps[static_cast<std::size_t>(t)];
-    for (Index x : plan.transfers[static_cast<std::size_t>(t)].deps) d.push_back(merged_into[static_cast<std::size_t>(x)]);
+    for (Index x : plan.transfers[static_cast<std::size_t>(t)].deps)
+      d.push_back(merged_into[static_cast<std::size_t>(x)]);
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());
   }
@@ -183,14 +194,16 @@ void coalesce(Plan& plan) {
     new_index[static_cast<std::size_t>(t)] = static_cast<Index>(sorted.size());
     Transfer x = std::move(plan.transfers[static_cast<std::size_t>(t)]);
     x.deps.clear();
-    for (Index d : deps[static_cast<std::size_t>(t)]) x.deps.push_back(new_index[static_cast<std::size_t>(d)]);
+    for (Index d : deps[static_cast<std::size_t>(t)])
+      x.deps.push_back(new_index[static_cast<std::size_t>(d)]);
     sorted.push_back(std::move(x));
     for (Index u : users[static_cast<std::size_t>(t)])
       if (--remaining[static_cast<std::size_t>(u)] == 0) ready.push(u);
   }
   // Merging only joins transfers of one round, which never wait on each other; if that ever
   // failed, a cycle would leave transfers unsorted, and the merge must not be used.
-  if (sorted.size() != survivors.size()) throw std::logic_error("coalesce: merged transfers form a cycle");
+  if (sorted.size() != survivors.size())
+    throw std::logic_error("coalesce: merged transfers form a cycle");
   plan.transfers = std::move(sorted);
 }
 
@@ -198,7 +211,8 @@ void route(Plan& plan, const Topology& topology, const std::string& source) {
   Router router(topology);
   for (Transfer& t : plan.transfers) {
     if (t.explicit_route >= 0) {
-      t.route = router.links_along(plan.explicit_routes[static_cast<std::size_t>(t.explicit_route)]);
+      t.route =
+          router.links_along(plan.explicit_routes[static_cast<std::size_t>(t.explicit_route)]);
       continue;
     }
     t.route = router.path(topology.gpu_of_rank(t.src), topology.gpu_of_rank(t.dst),
@@ -213,14 +227,16 @@ void route(Plan& plan, const Topology& topology, const std::string& source) {
 
 void order(Plan& plan, const Topology& topology, std::uint64_t reference_size_bytes) {
   const auto users = dependents(plan);
-  const double chunk_bytes = static_cast<double>(reference_size_bytes) / static_cast<double>(plan.chunks);
+  const double chunk_bytes =
+      static_cast<double>(reference_size_bytes) / static_cast<double>(plan.chunks);
   std::vector<double> link_free(topology.link_count(), 0), ready_at(plan.transfers.size(), 0);
   std::vector<std::size_t> waiting(plan.transfers.size());
   using Entry = std::tuple<double, std::int32_t, std::int32_t, Index>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (std::size_t t = 0; t < plan.transfers.size(); ++t) {
     waiting[t] = plan.transfers[t].deps.size();
-    if (waiting[t] == 0) ready.push({0.0, plan.transfers[t].stage, plan.transfers[t].round, static_cast<Index>(t)});
+    if (waiting[t] == 0)
+      ready.push({0.0, plan.transfers[t].stage, plan.transfers[t].round, static_cast<Index>(t)});
   }
   while (!ready.empty()) {
     const auto [ready_time, stage, round, index] = ready.top();
@@ -237,7 +253,8 @@ void order(Plan& plan, const Topology& topology, std::uint64_t reference_size_by
     t.finish_us = start + alpha + bytes / (bottleneck * 1e3);
     for (LinkId l : t.route) link_free[l] = start + bytes / (topology.link(l).bw_GBps * 1e3);
     for (Index u : users[static_cast<std::size_t>(index)]) {
-      ready_at[static_cast<std::size_t>(u)] = std::max(ready_at[static_cast<std::size_t>(u)], t.finish_us);
+      ready_at[static_cast<std::size_t>(u)] =
+          std::max(ready_at[static_cast<std::size_t>(u)], t.finish_us);
       if (--waiting[static_cast<std::size_t>(u)] == 0) {
         const Transfer& x = plan.transfers[static_cast<std::size_t>(u)];
         ready.push({ready_at[static_cast<std::size_t>(u)], x.stage, x.round, u});

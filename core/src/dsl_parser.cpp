@@ -10,15 +10,22 @@ namespace optiflow::core::dsl {
 namespace {
 
 constexpr std::array<std::pair<Pattern, std::string_view>, 11> kPatternNames{{
-    {Pattern::ring, "ring"},         {Pattern::direct, "direct"}, {Pattern::binomial, "binomial"},
-    {Pattern::binary, "binary"},     {Pattern::kary, "kary"},     {Pattern::chain, "chain"},
-    {Pattern::dbtree, "dbtree"},     {Pattern::rd, "rd"},         {Pattern::bruck, "bruck"},
-    {Pattern::scatter, "scatter"},   {Pattern::bfs, "bfs"},
+    {Pattern::ring, "ring"},
+    {Pattern::direct, "direct"},
+    {Pattern::binomial, "binomial"},
+    {Pattern::binary, "binary"},
+    {Pattern::kary, "kary"},
+    {Pattern::chain, "chain"},
+    {Pattern::dbtree, "dbtree"},
+    {Pattern::rd, "rd"},
+    {Pattern::bruck, "bruck"},
+    {Pattern::scatter, "scatter"},
+    {Pattern::bfs, "bfs"},
 }};
 
 constexpr std::array<std::string_view, 17> kKeywords{
-    "let", "split", "as", "weight", "route", "via", "avoid", "pipeline", "channels",
-    "over", "by", "where", "reverse", "all", "hosts", "rails", "under"};
+    "let",  "split", "as",    "weight",  "route", "via",   "avoid", "pipeline", "channels",
+    "over", "by",    "where", "reverse", "all",   "hosts", "rails", "under"};
 
 bool is_keyword(std::string_view word) {
   for (auto k : kKeywords)
@@ -28,7 +35,8 @@ bool is_keyword(std::string_view word) {
 
 std::string pattern_list() {
   std::string names;
-  for (const auto& [p, name] : kPatternNames) names += (names.empty() ? "" : ", ") + std::string(name);
+  for (const auto& [p, name] : kPatternNames)
+    names += (names.empty() ? "" : ", ") + std::string(name);
   return names;
 }
 
@@ -69,10 +77,14 @@ class Parser {
 
   std::string describe(const Token& t) const {
     switch (t.kind) {
-      case Tok::end: return "the end of the program";
-      case Tok::semi: return "the end of the statement";
-      case Tok::node: return "'@" + t.text + "'";
-      default: return "'" + t.text + "'";
+      case Tok::end:
+        return "the end of the program";
+      case Tok::semi:
+        return "the end of the statement";
+      case Tok::node:
+        return "'@" + t.text + "'";
+      default:
+        return "'" + t.text + "'";
     }
   }
 
@@ -83,19 +95,23 @@ class Parser {
   [[noreturn]] void fail(const std::string& message) const { fail_at(peek().pos, message); }
 
   void expect_punct(std::string_view p, const std::string& context) {
-    if (!accept_punct(p)) fail("expected '" + std::string(p) + "' " + context + ", found " + describe(peek()));
+    if (!accept_punct(p))
+      fail("expected '" + std::string(p) + "' " + context + ", found " + describe(peek()));
   }
   void expect_word(std::string_view w, const std::string& context) {
-    if (!accept_word(w)) fail("expected '" + std::string(w) + "' " + context + ", found " + describe(peek()));
+    if (!accept_word(w))
+      fail("expected '" + std::string(w) + "' " + context + ", found " + describe(peek()));
   }
   std::string expect_node(const std::string& context) {
-    if (peek().kind != Tok::node) fail("expected a node such as @h0.gpu3 " + context + ", found " + describe(peek()));
+    if (peek().kind != Tok::node)
+      fail("expected a node such as @h0.gpu3 " + context + ", found " + describe(peek()));
     return take().text;
   }
 
   // --- statements ----------------------------------------------------------------------------
   Block statements(bool in_block) {
-    if (++block_depth_ > kMaxNesting) fail("blocks are nested more than " + std::to_string(kMaxNesting) + " deep");
+    if (++block_depth_ > kMaxNesting)
+      fail("blocks are nested more than " + std::to_string(kMaxNesting) + " deep");
     Block block;
     skip_separators();
     while (!(in_block && at_punct("}")) && peek().kind != Tok::end) {
@@ -119,8 +135,10 @@ class Parser {
     Statement s;
     s.pos = peek().pos;
     if (peek().kind != Tok::ident)
-      fail("expected a statement (a pattern such as 'ring over all', or let, split, route, avoid, "
-           "pipeline, channels), found " + describe(peek()));
+      fail(
+          "expected a statement (a pattern such as 'ring over all', or let, split, route, avoid, "
+          "pipeline, channels), found " +
+          describe(peek()));
     const std::string word = peek().text;
     if (word == "let") return let_statement(s);
     if (word == "pipeline" || word == "channels") {
@@ -159,7 +177,8 @@ class Parser {
         s.branches.push_back(std::move(branch));
         skip_separators();
       }
-      if (s.branches.empty()) fail("expected 'weight W { ... }' branches inside 'split { }', found " + describe(peek()));
+      if (s.branches.empty())
+        fail("expected 'weight W { ... }' branches inside 'split { }', found " + describe(peek()));
       expect_punct("}", "after the last 'weight' branch (each branch is 'weight W { ... }')");
       return s;
     }
@@ -181,7 +200,8 @@ class Parser {
     s.to = expr();
     expect_word("via", "in 'route FROM -> TO via @node ...'");
     s.via.push_back(expect_node("after 'via'"));
-    while (accept_punct(",") || peek().kind == Tok::node) s.via.push_back(expect_node("in the 'via' list"));
+    while (accept_punct(",") || peek().kind == Tok::node)
+      s.via.push_back(expect_node("in the 'via' list"));
     return s;
   }
 
@@ -191,8 +211,10 @@ class Parser {
     do {
       LinkRef link;
       link.from = expect_node("in 'avoid @a -> @b'");
-      if (accept_punct("<->")) link.both = true;
-      else expect_punct("->", "in 'avoid @a -> @b' (or '<->' for both directions)");
+      if (accept_punct("<->"))
+        link.both = true;
+      else
+        expect_punct("->", "in 'avoid @a -> @b' (or '<->' for both directions)");
       link.to = expect_node("in 'avoid @a -> @b'");
       s.links.push_back(std::move(link));
     } while (accept_punct(","));
@@ -202,17 +224,22 @@ class Parser {
   Statement step_statement(Statement s) {
     const Token& word = take();
     const auto pattern = pattern_from_string(word.text);
-    if (!pattern) fail_at(word.pos, "unknown statement or pattern '" + word.text + "'; patterns are: " + pattern_list());
+    if (!pattern)
+      fail_at(word.pos,
+              "unknown statement or pattern '" + word.text + "'; patterns are: " + pattern_list());
     s.kind = Statement::Kind::step;
     s.pattern = *pattern;
     if (s.pattern == Pattern::kary) {
-      if (peek().kind != Tok::number) fail("expected the tree's arity after 'kary' (e.g. 'kary 4 over all')");
+      if (peek().kind != Tok::number)
+        fail("expected the tree's arity after 'kary' (e.g. 'kary 4 over all')");
       const Token& arity = take();
       const auto k = Rational::from_decimal(arity.text);
-      if (!k || !k->is_integer() || k->num() < 2 || k->num() > 64) fail_at(arity.pos, "kary's arity must be an integer from 2 to 64");
+      if (!k || !k->is_integer() || k->num() < 2 || k->num() > 64)
+        fail_at(arity.pos, "kary's arity must be an integer from 2 to 64");
       s.arity = static_cast<int>(k->num());
     }
-    expect_word("over", "after the pattern '" + word.text + "' (e.g. '" + word.text + " over all')");
+    expect_word("over",
+                "after the pattern '" + word.text + "' (e.g. '" + word.text + " over all')");
     s.groups = groups();
     while (true) {
       if (accept_word("by")) {
@@ -233,15 +260,24 @@ class Parser {
   GroupSpec groups() {
     GroupSpec g;
     if (accept_word("all")) return g;
-    if (accept_word("hosts")) { g.kind = GroupSpec::Kind::hosts; return g; }
-    if (accept_word("rails")) { g.kind = GroupSpec::Kind::rails; return g; }
+    if (accept_word("hosts")) {
+      g.kind = GroupSpec::Kind::hosts;
+      return g;
+    }
+    if (accept_word("rails")) {
+      g.kind = GroupSpec::Kind::rails;
+      return g;
+    }
     if (accept_word("under")) {
       g.kind = GroupSpec::Kind::under;
       g.node = expect_node("after 'under'");
       return g;
     }
     if (!at_punct("["))
-      fail("expected groups after 'over': all, hosts, rails, under @switch, [ranks] or [[ranks], [ranks]]; found " + describe(peek()));
+      fail(
+          "expected groups after 'over': all, hosts, rails, under @switch, [ranks] or [[ranks], "
+          "[ranks]]; found " +
+          describe(peek()));
     g.kind = GroupSpec::Kind::lists;
     take();
     if (at_punct("[")) {
@@ -273,7 +309,8 @@ class Parser {
 
   // --- expressions ---------------------------------------------------------------------------
   Expr expr() {
-    if (++nesting_ > kMaxNesting) fail("the expression is nested more than " + std::to_string(kMaxNesting) + " deep");
+    if (++nesting_ > kMaxNesting)
+      fail("the expression is nested more than " + std::to_string(kMaxNesting) + " deep");
     Expr e = ternary();
     --nesting_;
     return e;
@@ -287,12 +324,13 @@ class Parser {
     Expr yes = expr();
     expect_punct(":", "in 'condition ? a : b'");
     Expr no = expr();
-    return Expr{Expr::Kind::ternary, {}, "?", {std::move(cond), std::move(yes), std::move(no)}, pos};
+    return Expr{
+        Expr::Kind::ternary, {}, "?", {std::move(cond), std::move(yes), std::move(no)}, pos};
   }
 
   // Binary operators by precedence level, loosest first.
-  static constexpr std::array<std::array<std::string_view, 6>, 5> kLevels{{
-      {"||"}, {"&&"}, {"==", "!=", "<", "<=", ">", ">="}, {"+", "-"}, {"*", "/", "%"}}};
+  static constexpr std::array<std::array<std::string_view, 6>, 5> kLevels{
+      {{"||"}, {"&&"}, {"==", "!=", "<", "<=", ">", ">="}, {"+", "-"}, {"*", "/", "%"}}};
 
   std::string_view operator_at(std::size_t level) const {
     if (peek().kind != Tok::punct) return {};
@@ -310,7 +348,8 @@ class Parser {
       take();
       const SourcePos pos = left.pos;  // diagnostics about the whole expression point at its start
       Expr right = binary(level + 1);
-      left = Expr{Expr::Kind::binary, {}, std::string(op), {std::move(left), std::move(right)}, pos};
+      left =
+          Expr{Expr::Kind::binary, {}, std::string(op), {std::move(left), std::move(right)}, pos};
       if (level == 2) return left;  // comparisons do not chain: a < b < c is an error below
     }
   }
@@ -392,7 +431,9 @@ std::string DslError::render() const {
   if (source_line_.empty() || where().column <= 0) return out;
   out += "\n  " + source_line_ + "\n  ";
   for (int c = 1; c < where().column; ++c)
-    out += static_cast<std::size_t>(c - 1) < source_line_.size() && source_line_[c - 1] == '\t' ? '\t' : ' ';
+    out += static_cast<std::size_t>(c - 1) < source_line_.size() && source_line_[c - 1] == '\t'
+               ? '\t'
+               : ' ';
   return out + "^";
 }
 

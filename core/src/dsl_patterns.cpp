@@ -24,7 +24,8 @@ PatternTree heap_tree(std::int32_t m, int arity, auto to_position) {
       const std::int64_t child = std::int64_t{x} * arity + c;
       if (child >= m) break;
       depth[static_cast<std::size_t>(child)] = depth[static_cast<std::size_t>(x)] + 1;
-      add(tree, x, static_cast<std::int32_t>(child), depth[static_cast<std::size_t>(x)], to_position);
+      add(tree, x, static_cast<std::int32_t>(child), depth[static_cast<std::size_t>(x)],
+          to_position);
     }
   return tree;
 }
@@ -70,8 +71,9 @@ PatternTree pattern_tree(Pattern pattern, int arity, std::int32_t m, std::int32_
     }
     case Pattern::rd: {
       if (m & (m - 1)) {
-        tree.error = "recursive doubling needs a group whose size is a power of two; this group has " +
-                     std::to_string(m) + " members (use bruck or binomial instead)";
+        tree.error =
+            "recursive doubling needs a group whose size is a power of two; this group has " +
+            std::to_string(m) + " members (use bruck or binomial instead)";
         return tree;
       }
       auto xor_root = [root](std::int32_t x) { return x ^ root; };
@@ -80,8 +82,10 @@ PatternTree pattern_tree(Pattern pattern, int arity, std::int32_t m, std::int32_
           add(tree, x, x | (std::int32_t{1} << k), k, xor_root);
       return tree;
     }
-    case Pattern::binary: return heap_tree(m, 2, cyclic);
-    case Pattern::kary: return heap_tree(m, arity, cyclic);
+    case Pattern::binary:
+      return heap_tree(m, 2, cyclic);
+    case Pattern::kary:
+      return heap_tree(m, arity, cyclic);
     case Pattern::dbtree:
     case Pattern::scatter:
     case Pattern::bfs:

@@ -8,9 +8,19 @@ namespace {
 
 // Binding strength of binary operators; higher binds tighter (matches the parser's levels).
 int precedence(const std::string& op) {
-  constexpr std::array<std::pair<std::string_view, int>, 13> kTable{{
-      {"||", 1}, {"&&", 2}, {"==", 3}, {"!=", 3}, {"<", 3}, {"<=", 3}, {">", 3}, {">=", 3},
-      {"+", 4}, {"-", 4}, {"*", 5}, {"/", 5}, {"%", 5}}};
+  constexpr std::array<std::pair<std::string_view, int>, 13> kTable{{{"||", 1},
+                                                                     {"&&", 2},
+                                                                     {"==", 3},
+                                                                     {"!=", 3},
+                                                                     {"<", 3},
+                                                                     {"<=", 3},
+                                                                     {">", 3},
+                                                                     {">=", 3},
+                                                                     {"+", 4},
+                                                                     {"-", 4},
+                                                                     {"*", 5},
+                                                                     {"/", 5},
+                                                                     {"%", 5}}};
   for (const auto& [name, level] : kTable)
     if (name == op) return level;
   return 0;
@@ -21,10 +31,14 @@ constexpr int kUnaryLevel = 6;
 
 int level_of(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::ternary: return kTernaryLevel;
-    case Expr::Kind::binary: return precedence(e.text);
-    case Expr::Kind::unary: return kUnaryLevel;
-    default: return kUnaryLevel + 1;
+    case Expr::Kind::ternary:
+      return kTernaryLevel;
+    case Expr::Kind::binary:
+      return precedence(e.text);
+    case Expr::Kind::unary:
+      return kUnaryLevel;
+    default:
+      return kUnaryLevel + 1;
   }
 }
 
@@ -42,10 +56,18 @@ std::string node_text(const std::string& id) {
 std::string print_at(const Expr& e, int min_level) {
   std::string text;
   switch (e.kind) {
-    case Expr::Kind::number: text = e.number.to_string(); break;
-    case Expr::Kind::name: text = e.text; break;
-    case Expr::Kind::node: text = node_text(e.text); break;
-    case Expr::Kind::unary: text = e.text + print_at(e.args[0], kUnaryLevel); break;
+    case Expr::Kind::number:
+      text = e.number.to_string();
+      break;
+    case Expr::Kind::name:
+      text = e.text;
+      break;
+    case Expr::Kind::node:
+      text = node_text(e.text);
+      break;
+    case Expr::Kind::unary:
+      text = e.text + print_at(e.args[0], kUnaryLevel);
+      break;
     case Expr::Kind::binary: {
       const int level = precedence(e.text);
       // Left-associative; comparisons do not chain, so both sides of one need to bind tighter.
@@ -78,16 +100,25 @@ std::string print_list(const std::vector<Expr>& items) {
 std::string print_groups(const GroupSpec& g) {
   std::string text;
   switch (g.kind) {
-    case GroupSpec::Kind::all: text = "all"; break;
-    case GroupSpec::Kind::hosts: text = "hosts"; break;
-    case GroupSpec::Kind::rails: text = "rails"; break;
-    case GroupSpec::Kind::under: text = "under " + node_text(g.node); break;
+    case GroupSpec::Kind::all:
+      text = "all";
+      break;
+    case GroupSpec::Kind::hosts:
+      text = "hosts";
+      break;
+    case GroupSpec::Kind::rails:
+      text = "rails";
+      break;
+    case GroupSpec::Kind::under:
+      text = "under " + node_text(g.node);
+      break;
     case GroupSpec::Kind::lists:
       if (g.lists.size() == 1) {
         text = print_list(g.lists.front());
       } else {
         text = "[";
-        for (std::size_t i = 0; i < g.lists.size(); ++i) text += (i ? ", " : "") + print_list(g.lists[i]);
+        for (std::size_t i = 0; i < g.lists.size(); ++i)
+          text += (i ? ", " : "") + print_list(g.lists[i]);
         text += "]";
       }
       break;
@@ -109,9 +140,15 @@ void print_statement(const Statement& s, int indent, std::string& out) {
       out += " over " + print_groups(s.groups);
       if (s.reverse) out += " reverse";
       break;
-    case Statement::Kind::let: out += "let " + s.var + " = " + print_expr(s.value); break;
-    case Statement::Kind::pipeline: out += "pipeline " + print_expr(s.value); break;
-    case Statement::Kind::channels: out += "channels " + print_expr(s.value); break;
+    case Statement::Kind::let:
+      out += "let " + s.var + " = " + print_expr(s.value);
+      break;
+    case Statement::Kind::pipeline:
+      out += "pipeline " + print_expr(s.value);
+      break;
+    case Statement::Kind::channels:
+      out += "channels " + print_expr(s.value);
+      break;
     case Statement::Kind::split_even:
       out += "split " + print_expr(s.value) + " as " + s.var + " {\n";
       print_block(s.body, indent + 1, out);
@@ -146,7 +183,9 @@ void print_block(const Block& block, int indent, std::string& out) {
 
 }  // namespace
 
-std::string print_expr(const Expr& expr) { return print_at(expr, kTernaryLevel); }
+std::string print_expr(const Expr& expr) {
+  return print_at(expr, kTernaryLevel);
+}
 
 std::string print_program(const Program& program) {
   std::string out;

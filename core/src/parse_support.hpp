@@ -1,11 +1,11 @@
 // What the JSON and XML readers share: their libraries' errors turned into located messages.
 #pragma once
 
-#include <string>
-#include <string_view>
+#include <tinyxml2.h>
 
 #include <nlohmann/json.hpp>
-#include <tinyxml2.h>
+#include <string>
+#include <string_view>
 
 namespace optiflow::core {
 

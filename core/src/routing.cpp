@@ -12,7 +12,8 @@ Router::Router(const Topology& topology) : topology_(topology), cost_(topology.l
 }
 
 const std::vector<std::int64_t>& Router::tree(NodeId from, std::span<const LinkId> avoided) {
-  auto [it, inserted] = trees_.try_emplace({from, std::vector<LinkId>(avoided.begin(), avoided.end())});
+  auto [it, inserted] =
+      trees_.try_emplace({from, std::vector<LinkId>(avoided.begin(), avoided.end())});
   std::vector<std::int64_t>& via = it->second;
   if (!inserted) return via;
   std::vector<double> dist(topology_.node_count(), std::numeric_limits<double>::infinity());

@@ -103,7 +103,8 @@ Schedule emit(const Plan& plan, Collective collective, const std::string& name,
   std::vector<Index> by_start(plan.transfers.size());
   std::iota(by_start.begin(), by_start.end(), 0);
   std::stable_sort(by_start.begin(), by_start.end(), [&](Index a, Index b) {
-    return plan.transfers[static_cast<std::size_t>(a)].start_us < plan.transfers[static_cast<std::size_t>(b)].start_us;
+    return plan.transfers[static_cast<std::size_t>(a)].start_us <
+           plan.transfers[static_cast<std::size_t>(b)].start_us;
   });
   const BufferKind buffer = buffer_for(collective);
   std::vector<Placement> placed(plan.transfers.size());
@@ -114,18 +115,28 @@ Schedule emit(const Plan& plan, Collective collective, const std::string& name,
     auto& dst_tbs = schedule.programs[static_cast<std::size_t>(t.dst)].tbs;
     const Index send_tb = blocks[static_cast<std::size_t>(t.src)].ids.at({false, t.dst, t.channel});
     const Index recv_tb = blocks[static_cast<std::size_t>(t.dst)].ids.at({true, t.src, t.channel});
-    Step send{StepKind::send, buffer, static_cast<std::int32_t>(t.first_chunk), buffer,
-              static_cast<std::int32_t>(t.first_chunk), static_cast<std::int32_t>(t.chunk_count), {}, t.route};
+    Step send{StepKind::send,
+              buffer,
+              static_cast<std::int32_t>(t.first_chunk),
+              buffer,
+              static_cast<std::int32_t>(t.first_chunk),
+              static_cast<std::int32_t>(t.chunk_count),
+              {},
+              t.route};
     for (Index d : t.deps) send.deps.push_back(placed[static_cast<std::size_t>(d)].recv);
     std::sort(send.deps.begin(), send.deps.end());
     send.deps.erase(std::unique(send.deps.begin(), send.deps.end()), send.deps.end());
     Step recv = send;
     recv.kind = t.reduce ? StepKind::recv_reduce_copy : StepKind::recv;
     recv.route.clear();
-    const StepRef recv_ref{recv_tb, static_cast<std::int32_t>(dst_tbs[static_cast<std::size_t>(recv_tb)].steps.size())};
-    recv.deps = writers[static_cast<std::size_t>(t.dst)].write(t.first_chunk, t.first_chunk + t.chunk_count, recv_ref);
+    const StepRef recv_ref{recv_tb, static_cast<std::int32_t>(
+                                        dst_tbs[static_cast<std::size_t>(recv_tb)].steps.size())};
+    recv.deps = writers[static_cast<std::size_t>(t.dst)].write(
+        t.first_chunk, t.first_chunk + t.chunk_count, recv_ref);
     placed[static_cast<std::size_t>(index)] = Placement{
-        StepRef{send_tb, static_cast<std::int32_t>(src_tbs[static_cast<std::size_t>(send_tb)].steps.size())}, recv_ref};
+        StepRef{send_tb,
+                static_cast<std::int32_t>(src_tbs[static_cast<std::size_t>(send_tb)].steps.size())},
+        recv_ref};
     src_tbs[static_cast<std::size_t>(send_tb)].steps.push_back(std::move(send));
     dst_tbs[static_cast<std::size_t>(recv_tb)].steps.push_back(std::move(recv));
   }

@@ -108,16 +108,23 @@ RingSet link_rings(const core::Topology& topo, bool pair_reverse, std::uint64_t 
   constexpr std::size_t kMaxRings = 12;
   constexpr std::size_t kMaxSteps = 200000;
   const int n = topo.rank_count();
-  std::vector<std::vector<double>> left(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0));
+  std::vector<std::vector<double>> left(static_cast<std::size_t>(n),
+                                        std::vector<double>(static_cast<std::size_t>(n), 0));
   for (const core::Link& l : topo.links())
-    if (topo.node(l.src).kind == core::NodeKind::gpu && topo.node(l.dst).kind == core::NodeKind::gpu)
-      left[static_cast<std::size_t>(topo.node(l.src).rank)][static_cast<std::size_t>(topo.node(l.dst).rank)] += l.bw_GBps;
-  auto capacity = [&](int a, int b) { return left[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)]; };
+    if (topo.node(l.src).kind == core::NodeKind::gpu &&
+        topo.node(l.dst).kind == core::NodeKind::gpu)
+      left[static_cast<std::size_t>(topo.node(l.src).rank)]
+          [static_cast<std::size_t>(topo.node(l.dst).rank)] += l.bw_GBps;
+  auto capacity = [&](int a, int b) {
+    return left[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+  };
 
   // Ties between equally fat links are broken by a seeded order: different seeds find
   // different cycles, and some leave room for more.
   std::vector<std::uint64_t> tie(static_cast<std::size_t>(n));
-  for (int b = 0; b < n; ++b) tie[static_cast<std::size_t>(b)] = (static_cast<std::uint64_t>(b) + 1) * 0x9e3779b97f4a7c15ULL ^ seed * 0xbf58476d1ce4e5b9ULL;
+  for (int b = 0; b < n; ++b)
+    tie[static_cast<std::size_t>(b)] =
+        (static_cast<std::uint64_t>(b) + 1) * 0x9e3779b97f4a7c15ULL ^ seed * 0xbf58476d1ce4e5b9ULL;
   RingSet rings;
   while (rings.size() < kMaxRings && n > 2) {
     std::vector<int> path{0};
@@ -133,7 +140,8 @@ RingSet link_rings(const core::Topology& topo, bool pair_reverse, std::uint64_t 
         if (!used[static_cast<std::size_t>(b)] && capacity(at, b) > 0) next.push_back(b);
       std::sort(next.begin(), next.end(), [&](int a, int b) {
         if (capacity(at, a) != capacity(at, b)) return capacity(at, a) > capacity(at, b);
-        return seed == 0 ? a < b : tie[static_cast<std::size_t>(a)] < tie[static_cast<std::size_t>(b)];
+        return seed == 0 ? a < b
+                         : tie[static_cast<std::size_t>(a)] < tie[static_cast<std::size_t>(b)];
       });
       for (int b : next) {
         used[static_cast<std::size_t>(b)] = 1;
@@ -154,10 +162,12 @@ RingSet link_rings(const core::Topology& topo, bool pair_reverse, std::uint64_t 
     for (const auto& cycle : cycles) {
       double rate = 1e300;
       for (int i = 0; i < n; ++i)
-        rate = std::min(rate, capacity(cycle[static_cast<std::size_t>(i)], cycle[static_cast<std::size_t>((i + 1) % n)]));
+        rate = std::min(rate, capacity(cycle[static_cast<std::size_t>(i)],
+                                       cycle[static_cast<std::size_t>((i + 1) % n)]));
       if (rate <= 0) continue;
       for (int i = 0; i < n; ++i)
-        left[static_cast<std::size_t>(cycle[static_cast<std::size_t>(i)])][static_cast<std::size_t>(cycle[static_cast<std::size_t>((i + 1) % n)])] -= rate;
+        left[static_cast<std::size_t>(cycle[static_cast<std::size_t>(i)])]
+            [static_cast<std::size_t>(cycle[static_cast<std::size_t>((i + 1) % n)])] -= rate;
       rings.emplace_back(cycle, rate);
     }
   }
@@ -167,7 +177,9 @@ RingSet link_rings(const core::Topology& topo, bool pair_reverse, std::uint64_t 
 // The fattest ring sets of a few seeded searches, with and without pairing each ring with its
 // reverse (at most two programs; none on topologies without direct GPU links).
 std::vector<RingSet> best_ring_sets(const core::Topology& topo) {
-  const std::uint64_t seeds = topo.rank_count() <= 32 ? 64 : 8;  // the search is bounded; small topologies afford more tries
+  const std::uint64_t seeds = topo.rank_count() <= 32
+                                  ? 64
+                                  : 8;  // the search is bounded; small topologies afford more tries
   std::vector<RingSet> best;
   for (bool pair_reverse : {false, true}) {
     RingSet chosen;
@@ -181,7 +193,8 @@ std::vector<RingSet> best_ring_sets(const core::Topology& topo) {
         chosen = std::move(rings);
       }
     }
-    if (!chosen.empty() && (best.empty() || best.front() != chosen)) best.push_back(std::move(chosen));
+    if (!chosen.empty() && (best.empty() || best.front() != chosen))
+      best.push_back(std::move(chosen));
   }
   return best;
 }
@@ -189,13 +202,15 @@ std::vector<RingSet> best_ring_sets(const core::Topology& topo) {
 std::string ring_program(const std::vector<std::pair<std::vector<int>, double>>& rings) {
   auto ring = [](const std::vector<int>& order) {
     std::string text = "ring over [";
-    for (std::size_t i = 0; i < order.size(); ++i) text += (i ? ", " : "") + std::to_string(order[i]);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(order[i]);
     return text + "]";
   };
   if (rings.size() == 1) return ring(rings.front().first) + "\n";
   std::string text = "split {\n";
   for (const auto& [order, rate] : rings)
-    text += "  weight " + std::to_string(std::lround(rate * 100)) + " {\n    " + ring(order) + "\n  }\n";
+    text += "  weight " + std::to_string(std::lround(rate * 100)) + " {\n    " + ring(order) +
+            "\n  }\n";
   return text + "}\n";
 }
 

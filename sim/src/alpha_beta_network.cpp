@@ -36,7 +36,9 @@ class AlphaBetaNetwork final : public Network {
     arrivals_.push({start + t.alpha_us + size / (t.bottleneck_GBps * 1e3), sequence_++, id});
   }
 
-  double next_arrival() override { return arrivals_.empty() ? kNever : std::get<0>(arrivals_.top()); }
+  double next_arrival() override {
+    return arrivals_.empty() ? kNever : std::get<0>(arrivals_.top());
+  }
 
   void take_arrivals(double now, std::vector<std::int32_t>& arrived) override {
     while (!arrivals_.empty() && std::get<0>(arrivals_.top()) <= now) {
@@ -56,7 +58,8 @@ class AlphaBetaNetwork final : public Network {
 
 }  // namespace
 
-std::unique_ptr<Network> make_alpha_beta_network(const core::Topology& topology, const StepGraph& graph) {
+std::unique_ptr<Network> make_alpha_beta_network(const core::Topology& topology,
+                                                 const StepGraph& graph) {
   return std::make_unique<AlphaBetaNetwork>(topology, graph);
 }
 

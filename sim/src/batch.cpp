@@ -17,7 +17,8 @@ std::vector<std::vector<SimResult>> simulate_all(const core::Topology& topology,
   auto work = [&] {
     for (std::size_t i = next++; i < candidates.size(); i = next++) {
       try {
-        results[i] = Simulator(topology, *candidates[i].schedule, options).sweep(candidates[i].sizes);
+        results[i] =
+            Simulator(topology, *candidates[i].schedule, options).sweep(candidates[i].sizes);
       } catch (...) {
         errors[i] = std::current_exception();
       }

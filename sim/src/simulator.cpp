@@ -50,8 +50,9 @@ class Run {
       : impl_(impl),
         graph_(impl.graph),
         size_(static_cast<double>(size_bytes)),
-        network_(impl.options.model == Model::flow ? make_flow_network(impl.topology, graph_)
-                                                   : make_alpha_beta_network(impl.topology, graph_)),
+        network_(impl.options.model == Model::flow
+                     ? make_flow_network(impl.topology, graph_)
+                     : make_alpha_beta_network(impl.topology, graph_)),
         pending_(graph_.steps.size()),
         end_(graph_.steps.size(), -1),
         latest_(graph_.steps.size(), 0),
@@ -71,7 +72,8 @@ class Run {
         ready_.pop_back();
         start(s, now);
       }
-      const double next = std::min(delayed_.empty() ? kNever : std::get<0>(delayed_.top()), network_->next_arrival());
+      const double next = std::min(delayed_.empty() ? kNever : std::get<0>(delayed_.top()),
+                                   network_->next_arrival());
       if (next == kNever) break;
       now = next;
       while (!delayed_.empty() && std::get<0>(delayed_.top()) <= now) {
@@ -132,11 +134,13 @@ class Run {
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
       if (end_[s] < 0)
         throw core::InputError(core::SourceLocation{impl_.name, 0, 0, {}},
-                               "the simulation stalls: rank " + std::to_string(graph_.steps[s].rank) +
-                                   " tb " + std::to_string(graph_.steps[s].tb) + " step " +
+                               "the simulation stalls: rank " +
+                                   std::to_string(graph_.steps[s].rank) + " tb " +
+                                   std::to_string(graph_.steps[s].tb) + " step " +
                                    std::to_string(graph_.steps[s].step) +
                                    " never runs (verify the schedule with `optiflow check`)");
-      if (last < 0 || end_[s] > end_[static_cast<std::size_t>(last)]) last = static_cast<StepIndex>(s);
+      if (last < 0 || end_[s] > end_[static_cast<std::size_t>(last)])
+        last = static_cast<StepIndex>(s);
     }
     r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
     if (r.time_us > 0) {
@@ -146,7 +150,8 @@ class Run {
     for (StepIndex s = last; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
       const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
       r.critical_path.push_back(CriticalStep{step.rank, step.tb, step.step, step.kind,
-                                             latest_[static_cast<std::size_t>(s)], end_[static_cast<std::size_t>(s)]});
+                                             latest_[static_cast<std::size_t>(s)],
+                                             end_[static_cast<std::size_t>(s)]});
     }
     std::reverse(r.critical_path.begin(), r.critical_path.end());
     for (core::LinkId l = 0; l < network_->bytes.size(); ++l) {
@@ -165,9 +170,15 @@ class Run {
       const SimTransfer& t = graph_.transfers[id];
       const SimStep& send = graph_.steps[static_cast<std::size_t>(t.send_step)];
       const SimStep& recv = graph_.steps[static_cast<std::size_t>(t.recv_step)];
-      records.push_back(TransferRecord{send.rank, send.tb, send.step, recv.rank, network_->started_us[id],
-                                       end_[static_cast<std::size_t>(t.send_step)], t.fraction * size_,
-                                       {graph_.route_links.begin() + t.route_begin, graph_.route_links.begin() + t.route_end}});
+      records.push_back(TransferRecord{
+          send.rank,
+          send.tb,
+          send.step,
+          recv.rank,
+          network_->started_us[id],
+          end_[static_cast<std::size_t>(t.send_step)],
+          t.fraction * size_,
+          {graph_.route_links.begin() + t.route_begin, graph_.route_links.begin() + t.route_end}});
     }
     std::stable_sort(records.begin(), records.end(),
                      [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
@@ -188,15 +199,19 @@ class Run {
 
 }  // namespace
 
-Simulator::Simulator(const core::Topology& topology, const core::Schedule& schedule, SimOptions options)
-    : impl_(std::make_unique<Impl>(Impl{topology, schedule.collective, schedule.ranks, schedule.name, options,
+Simulator::Simulator(const core::Topology& topology, const core::Schedule& schedule,
+                     SimOptions options)
+    : impl_(std::make_unique<Impl>(Impl{topology, schedule.collective, schedule.ranks,
+                                        schedule.name, options,
                                         options.op_overhead_us.value_or(topology.op_overhead_us()),
                                         build_step_graph(topology, schedule)})) {}
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
-SimResult Simulator::run(std::uint64_t size_bytes) const { return Run(*impl_, size_bytes).execute(); }
+SimResult Simulator::run(std::uint64_t size_bytes) const {
+  return Run(*impl_, size_bytes).execute();
+}
 
 std::vector<SimResult> Simulator::sweep(std::span<const std::uint64_t> sizes) const {
   std::vector<SimResult> results;

@@ -37,7 +37,8 @@ StepGraph build_step_graph(const core::Topology& topology, const Schedule& sched
         step.kind = tb.steps[s].kind;
         step.prerequisites = (s > 0 ? 1 : 0) + static_cast<std::int32_t>(tb.steps[s].deps.size()) +
                              (core::step_receives(step.kind) ? 1 : 0);
-        if (s + 1 < tb.steps.size()) step.next_in_tb = static_cast<StepIndex>(graph.steps.size() + 1);
+        if (s + 1 < tb.steps.size())
+          step.next_in_tb = static_cast<StepIndex>(graph.steps.size() + 1);
         graph.steps.push_back(step);
       }
     }
@@ -48,8 +49,8 @@ StepGraph build_step_graph(const core::Topology& topology, const Schedule& sched
     for (std::size_t t = 0; t < schedule.programs[r].tbs.size(); ++t)
       for (std::size_t s = 0; s < schedule.programs[r].tbs[t].steps.size(); ++s)
         for (const core::StepRef& d : schedule.programs[r].tbs[t].steps[s].deps)
-          waiting[static_cast<std::size_t>(first[r][static_cast<std::size_t>(d.tb)] + d.step)].push_back(
-              first[r][t] + static_cast<StepIndex>(s));
+          waiting[static_cast<std::size_t>(first[r][static_cast<std::size_t>(d.tb)] + d.step)]
+              .push_back(first[r][t] + static_cast<StepIndex>(s));
   for (std::size_t i = 0; i < graph.steps.size(); ++i) {
     graph.steps[i].dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
     graph.dependents.insert(graph.dependents.end(), waiting[i].begin(), waiting[i].end());
@@ -65,8 +66,10 @@ StepGraph build_step_graph(const core::Topology& topology, const Schedule& sched
       for (std::size_t s = 0; s < tb.steps.size(); ++s) {
         const StepIndex index = first[r][t] + static_cast<StepIndex>(s);
         const auto rank = static_cast<std::int32_t>(r);
-        if (core::step_sends(tb.steps[s].kind)) connections[{rank, tb.send_peer, tb.channel}].first.push_back(index);
-        if (core::step_receives(tb.steps[s].kind)) connections[{tb.recv_peer, rank, tb.channel}].second.push_back(index);
+        if (core::step_sends(tb.steps[s].kind))
+          connections[{rank, tb.send_peer, tb.channel}].first.push_back(index);
+        if (core::step_receives(tb.steps[s].kind))
+          connections[{tb.recv_peer, rank, tb.channel}].second.push_back(index);
       }
     }
 
@@ -74,9 +77,10 @@ StepGraph build_step_graph(const core::Topology& topology, const Schedule& sched
   for (const auto& [key, ends] : connections) {
     const auto& [sender, receiver, channel] = key;
     if (ends.first.size() != ends.second.size())
-      fail(schedule, "rank " + std::to_string(sender) + " sends " + std::to_string(ends.first.size()) +
-                         " messages to rank " + std::to_string(receiver) + " on channel " +
-                         std::to_string(channel) + ", which receives " + std::to_string(ends.second.size()));
+      fail(schedule, "rank " + std::to_string(sender) + " sends " +
+                         std::to_string(ends.first.size()) + " messages to rank " +
+                         std::to_string(receiver) + " on channel " + std::to_string(channel) +
+                         ", which receives " + std::to_string(ends.second.size()));
     for (std::size_t k = 0; k < ends.first.size(); ++k) {
       SimStep& send = graph.steps[static_cast<std::size_t>(ends.first[k])];
       const core::Step& ir = schedule.programs[static_cast<std::size_t>(send.rank)]
@@ -86,7 +90,8 @@ StepGraph build_step_graph(const core::Topology& topology, const Schedule& sched
       if (route.empty())
         route = router.path(topology.gpu_of_rank(sender), topology.gpu_of_rank(receiver));
       if (route.empty())
-        fail(schedule, "no route from rank " + std::to_string(sender) + " to rank " + std::to_string(receiver));
+        fail(schedule, "no route from rank " + std::to_string(sender) + " to rank " +
+                           std::to_string(receiver));
       SimTransfer transfer;
       transfer.send_step = ends.first[k];
       transfer.recv_step = ends.second[k];

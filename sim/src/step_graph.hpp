@@ -17,7 +17,7 @@ struct SimStep {
   core::StepKind kind = core::StepKind::nop;
   std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
   StepIndex next_in_tb = -1;
-  std::int32_t transfer = -1;      ///< the transfer this step sends, -1 if it sends nothing
+  std::int32_t transfer = -1;  ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
 };
 

@@ -48,24 +48,25 @@ std::string comparable_results(const std::string& csv) {
 class Explore : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("optiflow-explore-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("optiflow-explore-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   int run(const std::string& args, std::string* out = nullptr) const {
-    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" + (dir_ / "out").string() +
-                                "' 2>'" + (dir_ / "err").string() + "'";
+    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" +
+                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
     const int status = std::system(command.c_str());
     if (out) *out = slurp(dir_ / "out");
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
   std::string explore_args(const fs::path& db) const {
-    return "explore --topo a100x2 --sizes 1K:1M --budget 80 --seed 7 --threads 2 --db '" + db.string() +
-           "' --out '" + (dir_ / "out-dir").string() + "'";
+    return "explore --topo a100x2 --sizes 1K:1M --budget 80 --seed 7 --threads 2 --db '" +
+           db.string() + "' --out '" + (dir_ / "out-dir").string() + "'";
   }
 
   fs::path dir_;
@@ -106,7 +107,8 @@ TEST_F(Explore, SameSeedStoresIdenticalResults) {
 TEST_F(Explore, KilledRunResumesWithoutLosingOrDuplicating) {
   const fs::path killed = dir_ / "killed.db", whole = dir_ / "whole.db";
   // Start a run, let it commit some candidates, then kill it without warning.
-  const std::string command = std::string("exec '") + OPTIFLOW_BINARY + "' " + explore_args(killed) + " >/dev/null 2>&1";
+  const std::string command =
+      std::string("exec '") + OPTIFLOW_BINARY + "' " + explore_args(killed) + " >/dev/null 2>&1";
   pid_t pid = 0;
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   ASSERT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
@@ -130,10 +132,13 @@ TEST_F(Explore, KilledRunResumesWithoutLosingOrDuplicating) {
     const auto stats = store.run_stats(1);
     ASSERT_LT(stats.candidates, 80) << "the run finished before it could be killed";
     const auto candidates = store.candidates(1);
-    for (std::size_t i = 0; i < candidates.size(); ++i) EXPECT_EQ(candidates[i].seq, static_cast<std::int64_t>(i));
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      EXPECT_EQ(candidates[i].seq, static_cast<std::int64_t>(i));
   }
 
-  ASSERT_EQ(run("explore --resume 1 --db '" + killed.string() + "' --out '" + (dir_ / "out-dir").string() + "'"), 0)
+  ASSERT_EQ(run("explore --resume 1 --db '" + killed.string() + "' --out '" +
+                (dir_ / "out-dir").string() + "'"),
+            0)
       << slurp(dir_ / "err");
   ASSERT_EQ(run(explore_args(whole)), 0) << slurp(dir_ / "err");
   std::string resumed_csv, whole_csv;
@@ -146,7 +151,8 @@ TEST_F(Explore, KilledRunResumesWithoutLosingOrDuplicating) {
 }
 
 TEST_F(Explore, BadOptionsFailCleanly) {
-  EXPECT_EQ(run("explore --topo no-such-topology --budget 1 --db '" + (dir_ / "c.db").string() + "'"), 2);
+  EXPECT_EQ(
+      run("explore --topo no-such-topology --budget 1 --db '" + (dir_ / "c.db").string() + "'"), 2);
   EXPECT_EQ(run("explore --resume 42 --db '" + (dir_ / "c.db").string() + "'"), 2);
   EXPECT_EQ(run("history --db '" + (dir_ / "missing.db").string() + "' runs"), 2);
 }

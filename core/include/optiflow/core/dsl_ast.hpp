@@ -21,9 +21,9 @@ struct SourcePos {
 struct Expr {
   enum class Kind { number, name, node, unary, binary, ternary, tuple, range };
   Kind kind = Kind::number;
-  Rational number;          ///< number
-  std::string text;         ///< name, node id (without '@'), or operator ("-", "!", "+", "==", ...)
-  std::vector<Expr> args;   ///< operands: unary 1, binary 2, ternary 3, tuple n, range 2
+  Rational number;         ///< number
+  std::string text;        ///< name, node id (without '@'), or operator ("-", "!", "+", "==", ...)
+  std::vector<Expr> args;  ///< operands: unary 1, binary 2, ternary 3, tuple n, range 2
   SourcePos pos;
 
   bool operator==(const Expr&) const = default;
@@ -33,16 +33,15 @@ struct Expr {
 struct GroupSpec {
   enum class Kind { all, hosts, rails, under, lists };
   Kind kind = Kind::all;
-  std::string node;                     ///< under: the switch's node id
-  std::vector<std::vector<Expr>> lists; ///< lists: one entry per group (ranks, @gpus, a..b)
-  std::optional<Expr> where;            ///< keep members for which it is non-zero
-  std::optional<Expr> by;               ///< order members by this key (a number or a tuple)
+  std::string node;                      ///< under: the switch's node id
+  std::vector<std::vector<Expr>> lists;  ///< lists: one entry per group (ranks, @gpus, a..b)
+  std::optional<Expr> where;             ///< keep members for which it is non-zero
+  std::optional<Expr> by;                ///< order members by this key (a number or a tuple)
 
   bool operator==(const GroupSpec&) const = default;
 };
 
-enum class Pattern { ring, direct, binomial, binary, kary, chain, dbtree, rd, bruck, scatter,
-                     bfs };
+enum class Pattern { ring, direct, binomial, binary, kary, chain, dbtree, rd, bruck, scatter, bfs };
 std::string_view to_string(Pattern pattern);
 std::optional<Pattern> pattern_from_string(std::string_view name);
 

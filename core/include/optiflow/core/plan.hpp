@@ -29,10 +29,10 @@ struct Transfer {
   /// Transfers whose data `src` must hold (All-Gather: the one that delivered it) or have added
   /// in (Reduce-Scatter: its children's) before this one may start.
   std::vector<std::int32_t> deps;
-  std::int32_t stage = 0;  ///< which step of the program made it (program order)
-  std::int32_t round = 0;  ///< the pattern's round within the step
-  std::int32_t piece = 0;  ///< which piece of data, for spreading over channels
-  std::int32_t slice = 0;  ///< which of the `pipeline` slices of the piece
+  std::int32_t stage = 0;            ///< which step of the program made it (program order)
+  std::int32_t round = 0;            ///< the pattern's round within the step
+  std::int32_t piece = 0;            ///< which piece of data, for spreading over channels
+  std::int32_t slice = 0;            ///< which of the `pipeline` slices of the piece
   std::int32_t explicit_route = -1;  ///< index into Plan::explicit_routes, -1 = route it
   std::int32_t avoid_set = 0;        ///< index into Plan::avoid_sets (0: avoid nothing)
   // Filled by the passes:
@@ -44,10 +44,10 @@ struct Transfer {
 
 struct Plan {
   std::int32_t ranks = 0;
-  std::int32_t pipeline = 1;  ///< the program's `pipeline` depth
-  std::int32_t channels = 1;  ///< the program's `channels`
-  std::int64_t chunks = 0;    ///< set by assign_chunks
-  std::vector<Transfer> transfers;  ///< every dependency points to a lower index
+  std::int32_t pipeline = 1;                         ///< the program's `pipeline` depth
+  std::int32_t channels = 1;                         ///< the program's `channels`
+  std::int64_t chunks = 0;                           ///< set by assign_chunks
+  std::vector<Transfer> transfers;                   ///< every dependency points to a lower index
   std::vector<std::vector<NodeId>> explicit_routes;  ///< node paths from `route` and `bfs`
   std::vector<std::vector<LinkId>> avoid_sets;       ///< [0] is empty
 };

@@ -102,7 +102,7 @@ struct Schedule {
   /// In-place: rank r's own data starts in its output buffer at its own slice (All-Gather:
   /// chunks [r*chunks/N, (r+1)*chunks/N)), as MSCCL's inplace="1".
   bool inplace = true;
-  std::string topology;  ///< name of the topology the routes refer to ("" if none)
+  std::string topology;               ///< name of the topology the routes refer to ("" if none)
   std::vector<RankProgram> programs;  ///< one per rank
 
   bool operator==(const Schedule&) const = default;

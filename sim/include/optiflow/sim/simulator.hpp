@@ -75,7 +75,8 @@ struct SimResult {
 /// topology is referenced, not copied: it must outlive the Simulator.
 class Simulator {
  public:
-  Simulator(const core::Topology& topology, const core::Schedule& schedule, SimOptions options = {});
+  Simulator(const core::Topology& topology, const core::Schedule& schedule,
+            SimOptions options = {});
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;
