@@ -14,60 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// Reads typed fields of one JSON object, with errors that name the field's path.
-class FieldReader {
- public:
-  FieldReader(const json& object, std::string path, const std::string& source)
-      : object_(object), path_(std::move(path)), source_(source) {
-    if (!object_.is_object()) fail(path_, "must be an object");
-  }
-
-  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
-    throw InputError(SourceLocation{source_, 0, 0, field}, message);
-  }
-  std::string field(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
-  bool has(const char* key) const { return object_.contains(key) && !object_[key].is_null(); }
-
-  std::string string(const char* key) const {
-    if (!has(key)) fail(field(key), "missing (required string)");
-    if (!object_[key].is_string()) fail(field(key), "must be a string");
-    return object_[key].get<std::string>();
-  }
-  std::string string_or(const char* key, std::string fallback) const {
-    return has(key) ? string(key) : std::move(fallback);
-  }
-  double number(const char* key) const {
-    if (!has(key)) fail(field(key), "missing (required number)");
-    if (!object_[key].is_number()) fail(field(key), "must be a number");
-    return object_[key].get<double>();
-  }
-  double number_or(const char* key, double fallback) const {
-    return has(key) ? number(key) : fallback;
-  }
-  int integer_or(const char* key, int fallback) const {
-    if (!has(key)) return fallback;
-    if (!object_[key].is_number_integer()) fail(field(key), "must be an integer");
-    const auto value = object_[key].get<long long>();
-    if (value < -1 || value > (1LL << 30)) fail(field(key), "is out of range");
-    return static_cast<int>(value);
-  }
-  bool boolean_or(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!object_[key].is_boolean()) fail(field(key), "must be true or false");
-    return object_[key].get<bool>();
-  }
-  const json& array(const char* key) const {
-    if (!has(key)) fail(field(key), "missing (required array)");
-    if (!object_[key].is_array()) fail(field(key), "must be an array");
-    return object_[key];
-  }
-
- private:
-  const json& object_;
-  std::string path_;
-  const std::string& source_;
-};
-
 void read_nodes(const FieldReader& top, Topology& topo, std::map<std::string, NodeId>& by_id,
                 const std::string& source) {
   const json& nodes = top.array("nodes");
@@ -81,9 +27,9 @@ void read_nodes(const FieldReader& top, Topology& topo, std::map<std::string, No
     node.kind = *parsed;
     if (node.kind == NodeKind::gpu && !r.has("rank"))
       r.fail(r.field("rank"), "missing (every gpu needs a rank)");
-    node.rank = r.integer_or("rank", -1);
-    node.host = r.integer_or("host", -1);
-    node.local = r.integer_or("local", -1);
+    node.rank = r.int32_or("rank", -1, -1);
+    node.host = r.int32_or("host", -1, -1);
+    node.local = r.int32_or("local", -1, -1);
     if (by_id.contains(node.id)) r.fail(r.field("id"), "duplicate node id '" + node.id + "'");
     const std::string id = node.id;
     by_id[id] = topo.add_node(std::move(node));
