@@ -119,12 +119,15 @@ RingSet link_rings(const core::Topology& topo, bool pair_reverse, std::uint64_t 
     return left[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
   };
 
-  // Ties between equally fat links are broken by a seeded order: different seeds find
-  // different cycles, and some leave room for more.
-  std::vector<std::uint64_t> tie(static_cast<std::size_t>(n));
-  for (int b = 0; b < n; ++b)
-    tie[static_cast<std::size_t>(b)] =
-        (static_cast<std::uint64_t>(b) + 1) * 0x9e3779b97f4a7c15ULL ^ seed * 0xbf58476d1ce4e5b9ULL;
+  // Ties between equally fat links are broken by a seeded hash of (position, link): different
+  // seeds find different cycles, and some leave room for more.
+  auto tie = [seed](int at, int b, std::size_t depth) {
+    std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(at) << 32) ^
+                      (static_cast<std::uint64_t>(b) << 16) ^ depth;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
   RingSet rings;
   while (rings.size() < kMaxRings && n > 2) {
     std::vector<int> path{0};
@@ -140,8 +143,7 @@ RingSet link_rings(const core::Topology& topo, bool pair_reverse, std::uint64_t 
         if (!used[static_cast<std::size_t>(b)] && capacity(at, b) > 0) next.push_back(b);
       std::sort(next.begin(), next.end(), [&](int a, int b) {
         if (capacity(at, a) != capacity(at, b)) return capacity(at, a) > capacity(at, b);
-        return seed == 0 ? a < b
-                         : tie[static_cast<std::size_t>(a)] < tie[static_cast<std::size_t>(b)];
+        return seed == 0 ? a < b : tie(at, a, path.size()) < tie(at, b, path.size());
       });
       for (int b : next) {
         used[static_cast<std::size_t>(b)] = 1;
