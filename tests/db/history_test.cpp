@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "temp_db.hpp"
+
 namespace optiflow::db {
 namespace {
 
@@ -15,27 +17,7 @@ namespace fs = std::filesystem;
 
 constexpr std::uint64_t kSmall = 1024, kLarge = 1 << 20;
 
-class TempDb {
- public:
-  TempDb() {
-    static int counter = 0;
-    path_ = (fs::temp_directory_path() / ("optiflow_history_test_" + std::to_string(::getpid()) +
-                                          "_" + std::to_string(counter++) + ".db"))
-                .string();
-    remove();
-  }
-  ~TempDb() { remove(); }
-  TempDb(const TempDb&) = delete;
-  TempDb& operator=(const TempDb&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  void remove() const {
-    std::error_code ignored;
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_ + suffix, ignored);
-  }
-  std::string path_;
-};
+using testing::TempDb;
 
 // One run on "dgx" at 1K and 1M over three iterations:
 //   seq 0 it 0  A            1K 10            (1M not simulated)

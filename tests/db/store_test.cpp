@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "temp_db.hpp"
+
 namespace optiflow::db {
 namespace {
 
@@ -21,28 +23,7 @@ using namespace std::chrono_literals;
 
 constexpr int kSqliteError = 1, kSqliteNotFound = 12, kSqliteMisuse = 21;
 
-// A database path of its own under the temp folder, removed with its -wal and -shm files.
-class TempDb {
- public:
-  TempDb() {
-    static int counter = 0;
-    path_ = (fs::temp_directory_path() / ("optiflow_store_test_" + std::to_string(::getpid()) +
-                                          "_" + std::to_string(counter++) + ".db"))
-                .string();
-    remove();
-  }
-  ~TempDb() { remove(); }
-  TempDb(const TempDb&) = delete;
-  TempDb& operator=(const TempDb&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  void remove() const {
-    std::error_code ignored;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_ + suffix, ignored);
-  }
-  std::string path_;
-};
+using testing::TempDb;
 
 // A connection of our own, for what the Store does not offer: PRAGMAs, row counts, raw writes.
 class Raw {
