@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 constexpr std::uint64_t kSmall = 1024, kLarge = 1 << 20;
 
-using testing::TempDb;
+using test_support::TempDb;
 
 // One run on "dgx" at 1K and 1M over three iterations:
 //   seq 0 it 0  A            1K 10            (1M not simulated)

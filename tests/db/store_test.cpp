@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 
 constexpr int kSqliteError = 1, kSqliteNotFound = 12, kSqliteMisuse = 21;
 
-using testing::TempDb;
+using test_support::TempDb;
 
 // A connection of our own, for what the Store does not offer: PRAGMAs, row counts, raw writes.
 class Raw {

@@ -8,7 +8,7 @@
 #include <string>
 #include <system_error>
 
-namespace optiflow::db::testing {
+namespace optiflow::db::test_support {
 
 class TempDb {
  public:
@@ -34,4 +34,4 @@ class TempDb {
   std::string path_;
 };
 
-}  // namespace optiflow::db::testing
+}  // namespace optiflow::db::test_support
