@@ -1,12 +1,13 @@
 // How long the exact max-flow bound takes as a100xK grows (goal: a100x128 in seconds).
 #include <benchmark/benchmark.h>
 
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/generators.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/generators.hpp"
 
 namespace {
 
-using namespace optiflow::core;
+using namespace optiflow::topology;
+using optiflow::support::Collective;
 
 void BM_AllGatherBoundA100(benchmark::State& state) {
   const Topology topo = make_a100(static_cast<int>(state.range(0)));

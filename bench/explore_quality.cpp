@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "optiflow/core/compiler.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/generators.hpp"
+#include "optiflow/compiler/compiler.hpp"
 #include "optiflow/explore/explore.hpp"
 #include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/topology/generators.hpp"
 
 namespace {
 
@@ -20,11 +20,11 @@ using namespace optiflow;
 constexpr std::uint64_t kSmall = 1024, kLarge = std::uint64_t{1} << 30;
 
 // Time of a simple program at one size, or 0 when it does not apply (rd on 12 ranks).
-double simple_time(const std::string& program, const core::Topology& topo, std::uint64_t size) {
+double simple_time(const std::string& program, const topology::Topology& topo, std::uint64_t size) {
   try {
-    const auto schedule = core::compile_program(program, "baseline", topo).schedule;
+    const auto schedule = compiler::compile_program(program, "baseline", topo).schedule;
     return sim::Simulator(topo, schedule).run(size).time_us;
-  } catch (const core::InputError&) {
+  } catch (const support::InputError&) {
     return 0;
   }
 }
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     options.db_path = (dir / (name + ".db")).string();
     options.out_dir = (dir / name).string();
     const auto result = explore::explore(options);
-    const auto topo = *core::make_builtin_topology(name);
+    const auto topo = *topology::make_builtin_topology(name);
     const double ring = simple_time("ring over all\n", topo, kSmall);
     const double rd = simple_time("rd over all\n", topo, kSmall);
     const double best_simple = rd > 0 ? std::min(ring, rd) : ring;

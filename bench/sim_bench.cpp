@@ -17,17 +17,17 @@
 #include <string>
 #include <utility>
 
-#include "optiflow/core/compiler.hpp"
-#include "optiflow/core/generators.hpp"
+#include "optiflow/compiler/compiler.hpp"
 #include "optiflow/sim/simulator.hpp"
+#include "optiflow/topology/generators.hpp"
 
 namespace {
 
-using optiflow::core::Schedule;
-using optiflow::core::Topology;
+using optiflow::schedule::Schedule;
 using optiflow::sim::Model;
 using optiflow::sim::SimOptions;
 using optiflow::sim::Simulator;
+using optiflow::topology::Topology;
 
 constexpr std::uint64_t kCandidateSize = std::uint64_t{1} << 30;
 
@@ -43,7 +43,7 @@ std::string read_program(const std::string& file) {
 const Topology& topology(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Topology>> cache;
   auto& slot = cache[name];
-  if (!slot) slot = std::make_unique<Topology>(*optiflow::core::make_builtin_topology(name));
+  if (!slot) slot = std::make_unique<Topology>(*optiflow::topology::make_builtin_topology(name));
   return *slot;
 }
 
@@ -52,7 +52,7 @@ const Schedule& schedule(const std::string& topo, const std::string& program) {
   auto& slot = cache[{topo, program}];
   if (!slot)
     slot = std::make_unique<Schedule>(
-        optiflow::core::compile_program(program, "bench.ofl", topology(topo)).schedule);
+        optiflow::compiler::compile_program(program, "bench.ofl", topology(topo)).schedule);
   return *slot;
 }
 
@@ -66,7 +66,7 @@ std::size_t transfers_in(const Schedule& s) {
   std::size_t sends = 0;
   for (const auto& program : s.programs)
     for (const auto& tb : program.tbs)
-      for (const auto& step : tb.steps) sends += optiflow::core::step_sends(step.kind) ? 1 : 0;
+      for (const auto& step : tb.steps) sends += optiflow::schedule::step_sends(step.kind) ? 1 : 0;
   return sends;
 }
 

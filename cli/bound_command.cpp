@@ -6,11 +6,11 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/sizes.hpp"
-#include "optiflow/core/topology_io.hpp"
-#include "optiflow/core/topology_summary.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/topology_io.hpp"
+#include "optiflow/topology/topology_summary.hpp"
 
 namespace optiflow::cli {
 namespace {
@@ -22,19 +22,19 @@ struct BoundArgs {
   bool json = false;
 };
 
-nlohmann::json cut_json(const core::Topology& topo, const core::PhaseBound& phase) {
+nlohmann::json cut_json(const topology::Topology& topo, const topology::PhaseBound& phase) {
   return {{"gpus_inside", phase.cut.gpus_inside},
-          {"ranks_inside", core::describe_gpus(topo, phase.cut.inside)},
+          {"ranks_inside", topology::describe_gpus(topo, phase.cut.inside)},
           {"out_bw_GBps", phase.cut.out_bw_GBps},
           {"min_alpha_us", phase.cut.min_alpha_us},
           {"latency_us", phase.latency_us}};
 }
 
 void run_bound(const BoundArgs& args) {
-  const core::Collective collective = parse_collective(args.collective);
-  const auto sizes = core::parse_sizes(args.sizes);
-  const core::Topology topo = core::load_topology(args.topology);
-  const auto bound = core::LowerBound::compute(topo, collective);
+  const support::Collective collective = parse_collective(args.collective);
+  const auto sizes = support::parse_sizes(args.sizes);
+  const topology::Topology topo = topology::load_topology(args.topology);
+  const auto bound = topology::LowerBound::compute(topo, collective);
 
   if (args.json) {
     nlohmann::json results = nlohmann::json::array();
@@ -50,7 +50,7 @@ void run_bound(const BoundArgs& args) {
     nlohmann::json phases = nlohmann::json::array();
     for (const auto& phase : bound.phases()) phases.push_back(cut_json(topo, phase));
     const nlohmann::json doc{{"topology", topo.name()},
-                             {"collective", core::to_string(collective)},
+                             {"collective", support::to_string(collective)},
                              {"ranks", topo.rank_count()},
                              {"phases", phases},
                              {"results", results}};
@@ -59,13 +59,13 @@ void run_bound(const BoundArgs& args) {
   }
 
   std::cout << strprintf("lower bound for %s on %s (%d ranks)\n",
-                         std::string(core::to_string(collective)).c_str(), topo.name().c_str(),
+                         std::string(support::to_string(collective)).c_str(), topo.name().c_str(),
                          topo.rank_count());
   for (const auto& phase : bound.phases())
     std::cout << strprintf(
         "  bottleneck: data of %s leaves through %s GB/s (%s of %d GPUs); "
         "latency bound %s us\n",
-        core::describe_gpus(topo, phase.cut.inside).c_str(),
+        topology::describe_gpus(topo, phase.cut.inside).c_str(),
         compact_number(phase.cut.out_bw_GBps).c_str(),
         std::to_string(phase.cut.gpus_inside).c_str(), topo.rank_count(),
         compact_number(phase.latency_us).c_str());
@@ -73,7 +73,7 @@ void run_bound(const BoundArgs& args) {
                          "algbw GB/s", "busbw GB/s");
   for (auto size : sizes) {
     const auto at = bound.at(size);
-    std::cout << strprintf("%10s %14.3f %14.3f %12.3f %12.3f\n", core::format_size(size).c_str(),
+    std::cout << strprintf("%10s %14.3f %14.3f %12.3f %12.3f\n", support::format_size(size).c_str(),
                            at.time_us, at.bandwidth_us, at.algbw_GBps, at.busbw_GBps);
   }
 }

@@ -5,14 +5,14 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
-#include "optiflow/core/compiler.hpp"
-#include "optiflow/core/dsl_parser.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/msccl_xml.hpp"
-#include "optiflow/core/schedule_io.hpp"
-#include "optiflow/core/sizes.hpp"
-#include "optiflow/core/topology_io.hpp"
-#include "optiflow/core/verifier.hpp"
+#include "optiflow/compiler/compiler.hpp"
+#include "optiflow/dsl/parser.hpp"
+#include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/schedule/verifier.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/topology_io.hpp"
 
 namespace optiflow::cli {
 namespace {
@@ -23,22 +23,23 @@ struct CompileArgs {
 };
 
 void run_compile(const CompileArgs& args) {
-  const core::Topology topo = core::load_topology(args.topology);
-  core::CompileOptions options;
+  const topology::Topology topo = topology::load_topology(args.topology);
+  compiler::CompileOptions options;
   options.collective = parse_collective(args.collective);
-  options.reference_size_bytes = core::parse_size(args.ref_size, "--ref-size");
+  options.reference_size_bytes = support::parse_size(args.ref_size, "--ref-size");
   const auto result =
-      core::compile_program(read_text_file(args.program), args.program, topo, options);
-  const core::Schedule& s = result.schedule;
+      compiler::compile_program(read_text_file(args.program), args.program, topo, options);
+  const schedule::Schedule& s = result.schedule;
   std::cout << strprintf("compiled %s for %s on %s: %d ranks, %d chunks, %zu steps; verified\n",
-                         args.program.c_str(), std::string(core::to_string(s.collective)).c_str(),
-                         topo.name().c_str(), s.ranks, s.chunks, s.step_count());
+                         args.program.c_str(),
+                         std::string(support::to_string(s.collective)).c_str(), topo.name().c_str(),
+                         s.ranks, s.chunks, s.step_count());
   if (args.passes)
     for (const auto& pass : result.passes)
       std::cout << strprintf("  %-12s %9.3f ms %9zu transfers\n", pass.name.c_str(), pass.millis,
                              pass.transfers);
-  if (!args.output.empty()) write_text_file(args.output, core::write_schedule_json(s));
-  if (!args.msccl_xml.empty()) write_text_file(args.msccl_xml, core::write_msccl_xml(s));
+  if (!args.output.empty()) write_text_file(args.output, schedule::write_schedule_json(s));
+  if (!args.msccl_xml.empty()) write_text_file(args.msccl_xml, schedule::write_msccl_xml(s));
 }
 
 void add_compile(CLI::App& app) {
@@ -66,17 +67,17 @@ void add_check(CLI::App& app) {
   cmd->add_option("SCHED", args->schedule, "schedule JSON or MSCCL XML")->required();
   cmd->add_option("--topo", args->topology, "also check routes against this topology");
   cmd->callback([args] {
-    const core::Schedule s = core::read_schedule_file(args->schedule);
-    std::unique_ptr<core::Topology> topo;
+    const schedule::Schedule s = schedule::read_schedule_file(args->schedule);
+    std::unique_ptr<topology::Topology> topo;
     if (!args->topology.empty())
-      topo = std::make_unique<core::Topology>(core::load_topology(args->topology));
-    const auto verdict = core::verify_schedule(s, topo.get());
+      topo = std::make_unique<topology::Topology>(topology::load_topology(args->topology));
+    const auto verdict = schedule::verify_schedule(s, topo.get());
     if (!verdict.ok())
-      throw core::InputError(core::SourceLocation{args->schedule, 0, 0, {}},
-                             "verification failed:\n" + verdict.summary());
+      throw support::InputError(support::SourceLocation{args->schedule, 0, 0, {}},
+                                "verification failed:\n" + verdict.summary());
     std::cout << strprintf(
         "%s: %s for %d ranks, %d chunks, %zu steps: verified (%zu steps executed)\n",
-        args->schedule.c_str(), std::string(core::to_string(s.collective)).c_str(), s.ranks,
+        args->schedule.c_str(), std::string(support::to_string(s.collective)).c_str(), s.ranks,
         s.chunks, s.step_count(), verdict.steps_executed);
   });
 }

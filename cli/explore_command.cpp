@@ -8,8 +8,8 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
-#include "optiflow/core/sizes.hpp"
 #include "optiflow/explore/explore.hpp"
+#include "optiflow/support/sizes.hpp"
 
 namespace optiflow::cli {
 namespace {
@@ -41,7 +41,7 @@ class ProgressLine {
     const std::size_t shown[] = {0, p.sizes.size() / 2, p.sizes.size() - 1};
     for (std::size_t s : shown)
       if (s < p.sizes.size() && p.best_bound_ratio[s] > 0)
-        line += strprintf("  %s %.1f GB/s x%.2f", core::format_size(p.sizes[s]).c_str(),
+        line += strprintf("  %s %.1f GB/s x%.2f", support::format_size(p.sizes[s]).c_str(),
                           p.best_busbw_GBps[s], p.best_bound_ratio[s]);
     std::fprintf(stderr, tty_ ? "\r%-100s" : "%s\n", line.c_str());
     std::fflush(stderr);
@@ -69,7 +69,7 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
                          "vs ring", "flow GB/s", "best program");
   for (const auto& w : r.winners)
     std::cout << strprintf(
-        "%8s %11.2f %8.3f %7.2fx %10.2f  #%lld %s\n", core::format_size(w.size_bytes).c_str(),
+        "%8s %11.2f %8.3f %7.2fx %10.2f  #%lld %s\n", support::format_size(w.size_bytes).c_str(),
         w.busbw_GBps, w.time_us / w.bound_us,
         w.baseline_time_us > 0 ? w.baseline_time_us / w.time_us : 0.0, w.flow_busbw_GBps,
         static_cast<long long>(w.program_id), short_program(w.program_source).c_str());
@@ -86,7 +86,7 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
 
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
-  args.options.sizes = core::parse_sizes(args.sizes);
+  args.options.sizes = support::parse_sizes(args.sizes);
   if (args.resume > 0) args.options.resume = args.resume;
   ProgressLine progress;
   const auto result =

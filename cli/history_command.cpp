@@ -7,10 +7,10 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/sizes.hpp"
 #include "optiflow/db/history.hpp"
 #include "optiflow/db/store.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
 
 namespace optiflow::cli {
 namespace {
@@ -24,8 +24,8 @@ struct HistoryArgs {
 
 db::Store open_store(const HistoryArgs& args) {
   if (!std::filesystem::exists(args.db))
-    throw core::InputError(core::SourceLocation{args.db, 0, 0, {}},
-                           "no such database (run optiflow explore first)");
+    throw support::InputError(support::SourceLocation{args.db, 0, 0, {}},
+                              "no such database (run optiflow explore first)");
   return db::Store::open(args.db);
 }
 
@@ -33,12 +33,12 @@ void print_best(const std::vector<db::BestEntry>& best, const std::string& size_
                 const db::Store& store) {
   std::cout << strprintf("%8s %6s %8s %12s %11s %8s  %s\n", "size", "run", "program", "time_us",
                          "busbw GB/s", "x bound", "program text");
-  const std::uint64_t only = size_filter.empty() ? 0 : core::parse_size(size_filter, "--size");
+  const std::uint64_t only = size_filter.empty() ? 0 : support::parse_size(size_filter, "--size");
   for (const auto& b : best) {
     if (only && b.size_bytes != only) continue;
     const auto program = store.program(b.program_id);
     std::cout << strprintf(
-        "%8s %6lld %8lld %12.3f %11.2f %8.3f  %s\n", core::format_size(b.size_bytes).c_str(),
+        "%8s %6lld %8lld %12.3f %11.2f %8.3f  %s\n", support::format_size(b.size_bytes).c_str(),
         static_cast<long long>(b.run_id), static_cast<long long>(b.program_id), b.perf.time_us,
         b.perf.busbw_GBps, b.perf.bound_us > 0 ? b.perf.time_us / b.perf.bound_us : 0.0,
         program ? one_line(program->source).substr(0, 60).c_str() : "?");
@@ -58,8 +58,8 @@ void runs(const HistoryArgs& args) {
                            r.run.proposer.c_str(), static_cast<unsigned long long>(r.run.seed),
                            static_cast<long long>(r.stats.candidates),
                            static_cast<long long>(r.run.budget), r.run.status.c_str(),
-                           s.empty() ? "" : core::format_size(s.front()).c_str(),
-                           s.empty() ? "" : core::format_size(s.back()).c_str());
+                           s.empty() ? "" : support::format_size(s.front()).c_str(),
+                           s.empty() ? "" : support::format_size(s.back()).c_str());
   }
 }
 
@@ -67,8 +67,8 @@ void run(const HistoryArgs& args) {
   const db::Store store = open_store(args);
   const auto detail = db::run_detail(store, args.id, args.model);
   if (!detail)
-    throw core::InputError(core::SourceLocation{args.db, 0, 0, "RUN"},
-                           "no run " + std::to_string(args.id));
+    throw support::InputError(support::SourceLocation{args.db, 0, 0, "RUN"},
+                              "no run " + std::to_string(args.id));
   const auto& r = detail->run;
   std::cout << strprintf(
       "run %lld: %s on %s, proposer %s, seed %llu, %lld of %lld candidates (%lld compiled), %s\n",
@@ -102,8 +102,8 @@ void program(const HistoryArgs& args) {
   const db::Store store = open_store(args);
   const auto lineage = db::program_lineage(store, args.id);
   if (!lineage)
-    throw core::InputError(core::SourceLocation{args.db, 0, 0, "ID"},
-                           "no program " + std::to_string(args.id));
+    throw support::InputError(support::SourceLocation{args.db, 0, 0, "ID"},
+                              "no program " + std::to_string(args.id));
   std::cout << strprintf("program %lld (%s, %s, hash %s):\n%s\n",
                          static_cast<long long>(lineage->program.id),
                          lineage->program.origin.c_str(), lineage->program.created_at.c_str(),
@@ -120,15 +120,15 @@ void program(const HistoryArgs& args) {
     std::cout << strprintf(
         "  %-16s %-13s %-10s %8s %12.3f us %10.2f GB/s busbw\n", r.topology.c_str(),
         r.collective.c_str(), (r.backend.empty() ? r.model : r.backend).c_str(),
-        core::format_size(r.perf.size_bytes).c_str(), r.perf.time_us, r.perf.busbw_GBps);
+        support::format_size(r.perf.size_bytes).c_str(), r.perf.time_us, r.perf.busbw_GBps);
 }
 
 void export_results(const HistoryArgs& args) {
   const db::Store store = open_store(args);
   const auto rows = store.results(args.filter);
   if (args.format != "csv" && args.format != "json")
-    throw core::InputError(core::SourceLocation{"command line", 0, 0, "--format"},
-                           "use csv or json");
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--format"},
+                              "use csv or json");
   const std::string text = args.format == "csv" ? db::results_csv(rows) : db::results_json(rows);
   if (args.output.empty())
     std::cout << text;

@@ -4,21 +4,21 @@
 #include <functional>
 #include <string>
 
-#include "optiflow/core/collective.hpp"
-#include "optiflow/core/schedule.hpp"
-#include "optiflow/core/text_file.hpp"
-#include "optiflow/core/topology.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/support/collective.hpp"
+#include "optiflow/support/text_file.hpp"
+#include "optiflow/topology/topology.hpp"
 
 namespace optiflow::cli {
 
-using core::read_text_file;
-using core::write_text_file;
-core::Collective parse_collective(const std::string& name);
+using support::read_text_file;
+using support::write_text_file;
+support::Collective parse_collective(const std::string& name);
 
 /// A schedule from a file: schedule JSON or MSCCL XML (verified here, routes checked against
 /// `topology`), or a DSL program (compiled for `collective`, which verifies it).
-core::Schedule load_schedule(const std::string& path, const core::Topology& topology,
-                             core::Collective collective);
+schedule::Schedule load_schedule(const std::string& path, const topology::Topology& topology,
+                                 support::Collective collective);
 
 /// Runs `body`; a DSL error is re-thrown with the source line and caret in its message, so
 /// that main prints them.

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "optiflow/core/error.hpp"
+#include "optiflow/support/error.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"OptiFlow: discover fast collective-communication schedules for GPU clusters"};
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const optiflow::core::InputError& e) {
+  } catch (const optiflow::support::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

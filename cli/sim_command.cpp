@@ -8,11 +8,11 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/sizes.hpp"
-#include "optiflow/core/topology_io.hpp"
 #include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/topology_io.hpp"
 
 namespace optiflow::cli {
 namespace {
@@ -23,7 +23,7 @@ struct SimArgs {
   bool json = false;
 };
 
-nlohmann::json timeline_json(const core::Topology& topo, const sim::SimResult& r) {
+nlohmann::json timeline_json(const topology::Topology& topo, const sim::SimResult& r) {
   nlohmann::json transfers = nlohmann::json::array();
   for (const auto& t : r.timeline) {
     nlohmann::json route = nlohmann::json::array();
@@ -41,8 +41,8 @@ nlohmann::json timeline_json(const core::Topology& topo, const sim::SimResult& r
   return {{"size_bytes", r.size_bytes}, {"time_us", r.time_us}, {"transfers", transfers}};
 }
 
-void print_table(const core::Topology& topo, const core::Schedule& s, const SimArgs& args,
-                 const std::vector<sim::SimResult>& results, const core::LowerBound& bound) {
+void print_table(const topology::Topology& topo, const schedule::Schedule& s, const SimArgs& args,
+                 const std::vector<sim::SimResult>& results, const topology::LowerBound& bound) {
   std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n", s.name.c_str(),
                          topo.name().c_str(), args.model.c_str(), s.ranks, s.chunks,
                          s.step_count());
@@ -50,16 +50,16 @@ void print_table(const core::Topology& topo, const core::Schedule& s, const SimA
                          "x bound");
   for (const auto& r : results)
     std::cout << strprintf("%10s %14.3f %12.3f %12.3f %9.3f\n",
-                           core::format_size(r.size_bytes).c_str(), r.time_us, r.algbw_GBps,
+                           support::format_size(r.size_bytes).c_str(), r.time_us, r.algbw_GBps,
                            r.busbw_GBps, r.time_us / bound.at(r.size_bytes).time_us);
   const auto& last = results.back();
   std::vector<sim::LinkUsage> busiest = last.links;
   std::stable_sort(busiest.begin(), busiest.end(),
                    [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
   std::cout << strprintf("\nat %s: critical path of %zu steps; busiest links:\n",
-                         core::format_size(last.size_bytes).c_str(), last.critical_path.size());
+                         support::format_size(last.size_bytes).c_str(), last.critical_path.size());
   for (std::size_t i = 0; i < std::min<std::size_t>(5, busiest.size()); ++i) {
-    const core::Link& l = topo.link(busiest[i].link);
+    const topology::Link& l = topo.link(busiest[i].link);
     std::cout << strprintf("  %-28s %6.1f%% of %s GB/s\n",
                            (topo.node(l.src).id + " -> " + topo.node(l.dst).id).c_str(),
                            100 * busiest[i].utilisation, compact_number(l.bw_GBps).c_str());
@@ -67,20 +67,20 @@ void print_table(const core::Topology& topo, const core::Schedule& s, const SimA
 }
 
 void run_sim(const SimArgs& args) {
-  const core::Topology topo = core::load_topology(args.topology);
-  const core::Collective collective = parse_collective(args.collective);
+  const topology::Topology topo = topology::load_topology(args.topology);
+  const support::Collective collective = parse_collective(args.collective);
   const auto model = sim::model_from_string(args.model);
   if (!model)
-    throw core::InputError(core::SourceLocation{"command line", 0, 0, "--model"},
-                           "unknown model '" + args.model + "' (alpha-beta or flow)");
-  const auto sizes = core::parse_sizes(args.sizes);
-  const core::Schedule schedule = load_schedule(args.input, topo, collective);
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--model"},
+                              "unknown model '" + args.model + "' (alpha-beta or flow)");
+  const auto sizes = support::parse_sizes(args.sizes);
+  const schedule::Schedule schedule = load_schedule(args.input, topo, collective);
   sim::SimOptions options;
   options.model = *model;
   options.record_timeline = !args.timeline.empty();
   const sim::Simulator simulator(topo, schedule, options);
   const auto results = simulator.sweep(sizes);
-  const auto bound = core::LowerBound::compute(topo, schedule.collective);
+  const auto bound = topology::LowerBound::compute(topo, schedule.collective);
 
   if (!args.timeline.empty()) {
     nlohmann::json doc = {{"topology", topo.name()},
@@ -101,7 +101,7 @@ void run_sim(const SimArgs& args) {
                     {"bound_us", bound.at(r.size_bytes).time_us},
                     {"bound_ratio", r.time_us / bound.at(r.size_bytes).time_us}});
   const nlohmann::json doc{{"topology", topo.name()},
-                           {"collective", core::to_string(schedule.collective)},
+                           {"collective", support::to_string(schedule.collective)},
                            {"model", args.model},
                            {"schedule", schedule.name},
                            {"results", rows}};

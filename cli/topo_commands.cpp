@@ -6,34 +6,34 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/generators.hpp"
-#include "optiflow/core/nccl_topo_xml.hpp"
-#include "optiflow/core/sizes.hpp"
-#include "optiflow/core/text_file.hpp"
-#include "optiflow/core/topology_io.hpp"
-#include "optiflow/core/topology_summary.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/support/text_file.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/generators.hpp"
+#include "optiflow/topology/nccl_topo_xml.hpp"
+#include "optiflow/topology/topology_io.hpp"
+#include "optiflow/topology/topology_summary.hpp"
 
 namespace optiflow::cli {
 namespace {
 
-using core::Topology;
+using topology::Topology;
 constexpr std::uint64_t kShowSize = std::uint64_t{1} << 30;
 
 void print_list() {
   std::cout << strprintf("%-18s %-18s %s\n", "NAME", "EXAMPLE", "DESCRIPTION");
-  for (const auto& family : core::builtin_families())
+  for (const auto& family : topology::builtin_families())
     std::cout << strprintf("%-18s %-18s %s\n", family.pattern.c_str(), family.example.c_str(),
                            family.description.c_str());
   std::cout << "\nAny topology JSON file (docs/formats.md) may be given wherever T is asked.\n";
 }
 
-nlohmann::json summary_json(const Topology& topo, const core::TopologySummary& s,
-                            const core::BoundAtSize& bound) {
+nlohmann::json summary_json(const Topology& topo, const topology::TopologySummary& s,
+                            const topology::BoundAtSize& bound) {
   nlohmann::json classes = nlohmann::json::array();
   for (const auto& c : s.link_classes)
-    classes.push_back({{"kind", core::to_string(c.kind)},
+    classes.push_back({{"kind", topology::to_string(c.kind)},
                        {"bw_GBps", c.bw_GBps},
                        {"alpha_us", c.alpha_us},
                        {"count", c.count}});
@@ -54,8 +54,8 @@ nlohmann::json summary_json(const Topology& topo, const core::TopologySummary& s
           {"name", topo.name()}};
 }
 
-void print_show(const Topology& topo, const core::TopologySummary& s,
-                const core::LowerBound& bound) {
+void print_show(const Topology& topo, const topology::TopologySummary& s,
+                const topology::LowerBound& bound) {
   std::cout << strprintf(
       "topology %s: %d ranks on %d host%s; nodes: %d gpu, %d nic, %d switch, "
       "%d cpu; %zu directed links\n",
@@ -64,9 +64,9 @@ void print_show(const Topology& topo, const core::TopologySummary& s,
   std::cout << "\nlink classes (directed links):\n";
   std::cout << strprintf("  %-9s %10s %9s %7s\n", "KIND", "GB/s", "alpha us", "COUNT");
   for (const auto& c : s.link_classes)
-    std::cout << strprintf("  %-9s %10s %9s %7d\n", std::string(core::to_string(c.kind)).c_str(),
-                           compact_number(c.bw_GBps).c_str(), compact_number(c.alpha_us).c_str(),
-                           c.count);
+    std::cout << strprintf(
+        "  %-9s %10s %9s %7d\n", std::string(topology::to_string(c.kind)).c_str(),
+        compact_number(c.bw_GBps).c_str(), compact_number(c.alpha_us).c_str(), c.count);
   std::cout << "\nper-GPU link bandwidth:\n";
   std::cout << strprintf("  %-24s %12s %12s\n", "RANKS", "ingress GB/s", "egress GB/s");
   for (const auto& g : s.gpu_bandwidth)
@@ -79,8 +79,8 @@ void print_show(const Topology& topo, const core::TopologySummary& s,
       "\nallgather lower bound at 1 GiB: %.1f us (algbw %.2f GB/s, busbw %.2f GB/s)\n", at.time_us,
       at.algbw_GBps, at.busbw_GBps);
   std::cout << strprintf("  bottleneck: the data of %s (%d of %d) leaves through %s GB/s\n",
-                         core::describe_gpus(topo, cut.inside).c_str(), cut.gpus_inside, s.ranks,
-                         compact_number(cut.out_bw_GBps).c_str());
+                         topology::describe_gpus(topo, cut.inside).c_str(), cut.gpus_inside,
+                         s.ranks, compact_number(cut.out_bw_GBps).c_str());
 }
 
 void add_list(CLI::App& topo) {
@@ -96,11 +96,11 @@ void add_show(CLI::App& topo) {
   show->add_flag("--json", *json,
                  "print the topology JSON (docs/formats.md) with a \"summary\" object");
   show->callback([name, json] {
-    const Topology topo = core::load_topology(*name);
-    const auto summary = core::summarize(topo);
-    const auto bound = core::LowerBound::compute(topo, core::Collective::all_gather);
+    const Topology topo = topology::load_topology(*name);
+    const auto summary = topology::summarize(topo);
+    const auto bound = topology::LowerBound::compute(topo, support::Collective::all_gather);
     if (*json) {
-      auto doc = nlohmann::json::parse(core::write_topology_json(topo));
+      auto doc = nlohmann::json::parse(topology::write_topology_json(topo));
       doc["summary"] = summary_json(topo, summary, bound.at(kShowSize));
       std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
@@ -114,7 +114,7 @@ void add_import_nccl(CLI::App& topo) {
                                   "Convert an NCCL topology XML (NCCL_TOPO_FILE) to topology JSON");
   struct Args {
     std::string file, out;
-    core::NcclImportOptions options;
+    topology::NcclImportOptions options;
     double nic_GBps = 0, nvswitch_GBps = 0;
   };
   auto args = std::make_shared<Args>();
@@ -131,9 +131,9 @@ void add_import_nccl(CLI::App& topo) {
   cmd->callback([args] {
     if (args->nic_GBps > 0) args->options.nic_GBps = args->nic_GBps;
     if (args->nvswitch_GBps > 0) args->options.nvswitch_GBps = args->nvswitch_GBps;
-    const auto result = core::read_nccl_topology_file(args->file, args->options);
+    const auto result = topology::read_nccl_topology_file(args->file, args->options);
     for (const auto& note : result.notes) std::cerr << "note: " << note << "\n";
-    core::write_text_file(args->out, core::write_topology_json(result.topology));
+    support::write_text_file(args->out, topology::write_topology_json(result.topology));
     std::cout << strprintf("wrote %s: %d ranks, %zu nodes, %zu directed links\n", args->out.c_str(),
                            result.topology.rank_count(), result.topology.node_count(),
                            result.topology.link_count());

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 
-#include "optiflow/core/compiler.hpp"
-#include "optiflow/core/dsl_parser.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/schedule_io.hpp"
+#include "optiflow/compiler/compiler.hpp"
 #include "optiflow/db/store.hpp"
+#include "optiflow/dsl/parser.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/error.hpp"
 
 namespace optiflow::explore {
 namespace {
@@ -23,30 +23,30 @@ std::string first_line(const std::string& text) {
 
 std::string canonical_program(const std::string& source, std::string& diagnostics) {
   try {
-    return core::dsl::print_program(core::dsl::parse_program(source, "candidate"));
-  } catch (const core::dsl::DslError& e) {
+    return dsl::print_program(dsl::parse_program(source, "candidate"));
+  } catch (const dsl::DslError& e) {
     diagnostics = e.render();
     return {};
   }
 }
 
-Compiled compile_candidate(const std::string& canonical, const core::Topology& topology,
-                           core::Collective collective) {
+Compiled compile_candidate(const std::string& canonical, const topology::Topology& topology,
+                           support::Collective collective) {
   Compiled c;
   const auto start = std::chrono::steady_clock::now();
   try {
-    core::CompileOptions options;
+    compiler::CompileOptions options;
     options.collective = collective;
     options.name = "candidate";
-    c.schedule = core::compile_program(canonical, "candidate", topology, options).schedule;
-    c.schedule_json = core::write_schedule_json(c.schedule);
+    c.schedule = compiler::compile_program(canonical, "candidate", topology, options).schedule;
+    c.schedule_json = schedule::write_schedule_json(c.schedule);
     c.schedule_hash = db::content_hash(c.schedule_json);
     c.chunks = c.schedule.chunks;
     c.steps = static_cast<std::int64_t>(c.schedule.step_count());
     c.ok = true;
-  } catch (const core::dsl::DslError& e) {
+  } catch (const dsl::DslError& e) {
     c.diagnostics = e.render();
-  } catch (const core::InputError& e) {
+  } catch (const support::InputError& e) {
     c.diagnostics = first_line(e.what());
   }
   c.compile_ms =
@@ -65,7 +65,7 @@ Compiled Compiled::light() const {
   return copy;
 }
 
-Simulated simulate_candidate(const core::Schedule& schedule, const core::Topology& topology,
+Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,
                              const std::vector<std::uint64_t>& sizes) {
   Simulated s;
   const sim::Simulator simulator(topology, schedule);
@@ -78,8 +78,8 @@ Simulated simulate_candidate(const core::Schedule& schedule, const core::Topolog
     std::stable_sort(r.links.begin(), r.links.end(),
                      [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
     auto note = [&](const sim::LinkUsage& u) {
-      const core::Link& l = topology.link(u.link);
-      return llm::LinkNote{topology.node(l.src).id, topology.node(l.dst).id, u.utilisation};
+      const topology::Link& l = topology.link(u.link);
+      return propose::LinkNote{topology.node(l.src).id, topology.node(l.dst).id, u.utilisation};
     };
     for (std::size_t k = 0; k < std::min(kLinkNotes, r.links.size()); ++k) {
       s.busiest_links.push_back(note(r.links[k]));

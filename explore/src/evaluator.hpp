@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/schedule.hpp"
-#include "optiflow/core/topology.hpp"
-#include "optiflow/llm/proposer.hpp"
+#include "optiflow/propose/proposer.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/topology.hpp"
 
 namespace optiflow::explore {
 
@@ -17,7 +17,7 @@ struct Compiled {
   bool ok = false;
   std::string diagnostics;  ///< when !ok: the first error, as the compiler printed it
   double compile_ms = 0;
-  core::Schedule schedule;  ///< dropped (see light()) once no longer needed
+  schedule::Schedule schedule;  ///< dropped (see light()) once no longer needed
   std::string schedule_json, schedule_hash;
   std::int64_t chunks = 0, steps = 0;
 
@@ -26,18 +26,18 @@ struct Compiled {
 };
 
 struct Simulated {
-  std::vector<double> time_us, algbw_GBps, busbw_GBps;   ///< per size
-  std::vector<llm::LinkNote> busiest_links, idle_links;  ///< at the largest size
+  std::vector<double> time_us, algbw_GBps, busbw_GBps;       ///< per size
+  std::vector<propose::LinkNote> busiest_links, idle_links;  ///< at the largest size
 };
 
 /// The program's canonical text (printed from its syntax tree), or nullopt-like empty string
 /// with `diagnostics` set when it does not parse.
 std::string canonical_program(const std::string& source, std::string& diagnostics);
 
-Compiled compile_candidate(const std::string& canonical, const core::Topology& topology,
-                           core::Collective collective);
+Compiled compile_candidate(const std::string& canonical, const topology::Topology& topology,
+                           support::Collective collective);
 
-Simulated simulate_candidate(const core::Schedule& schedule, const core::Topology& topology,
+Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,
                              const std::vector<std::uint64_t>& sizes);
 
 }  // namespace optiflow::explore

@@ -16,14 +16,14 @@
 #include <thread>
 
 #include "evaluator.hpp"
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/msccl_xml.hpp"
-#include "optiflow/core/sizes.hpp"
-#include "optiflow/core/text_file.hpp"
-#include "optiflow/core/topology_io.hpp"
 #include "optiflow/db/store.hpp"
+#include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/support/text_file.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/topology_io.hpp"
 #include "program_database.hpp"
 
 #ifndef OPTIFLOW_GIT_REVISION
@@ -64,9 +64,9 @@ std::string hostname() {
   return gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
 }
 
-std::string baseline_program(const core::Topology& topo) {
+std::string baseline_program(const topology::Topology& topo) {
   int hosts = 0, per_host = 0;
-  for (core::NodeId gpu : topo.gpus_by_rank()) {
+  for (topology::NodeId gpu : topo.gpus_by_rank()) {
     hosts = std::max(hosts, topo.node(gpu).host + 1);
     per_host = std::max(per_host, topo.node(gpu).local + 1);
   }
@@ -127,11 +127,12 @@ class Exploration {
     if (options_.resume) {
       const auto info = store_.run(*options_.resume);
       if (!info)
-        throw core::InputError(core::SourceLocation{options_.db_path, 0, 0, "--resume"},
-                               "no run " + std::to_string(*options_.resume) + " in this database");
+        throw support::InputError(
+            support::SourceLocation{options_.db_path, 0, 0, "--resume"},
+            "no run " + std::to_string(*options_.resume) + " in this database");
       const auto saved = nlohmann::json::parse(info->options_json);
       options_.topology = saved.at("topology").get<std::string>();
-      options_.collective = *core::collective_from_string(info->collective);
+      options_.collective = *support::collective_from_string(info->collective);
       options_.sizes = info->sizes;
       options_.budget = info->budget;
       options_.seed = info->seed;
@@ -139,25 +140,26 @@ class Exploration {
       run_id_ = info->id;
       committed_ = store_.candidates(run_id_);
     }
-    if (options_.sizes.empty()) options_.sizes = core::parse_sizes("1K:1G");
+    if (options_.sizes.empty()) options_.sizes = support::parse_sizes("1K:1G");
     if (options_.proposer != "offline")
-      throw core::InputError(
-          core::SourceLocation{"command line", 0, 0, "--proposer"},
+      throw support::InputError(
+          support::SourceLocation{"command line", 0, 0, "--proposer"},
           "proposer '" + options_.proposer + "' is not available yet: use --proposer offline");
-    topology_ = std::make_unique<core::Topology>(core::load_topology(options_.topology));
-    bound_ = std::make_unique<core::LowerBound>(
-        core::LowerBound::compute(*topology_, options_.collective));
+    topology_ = std::make_unique<topology::Topology>(topology::load_topology(options_.topology));
+    bound_ = std::make_unique<topology::LowerBound>(
+        topology::LowerBound::compute(*topology_, options_.collective));
     for (auto size : options_.sizes) bound_us_.push_back(bound_->at(size).time_us);
-    topology_id_ = store_.put_topology(topology_->name(), core::write_topology_json(*topology_));
-    context_ = llm::ProposalContext{topology_.get(), options_.collective, options_.sizes};
-    proposer_ = llm::make_offline_proposer(context_);
+    topology_id_ =
+        store_.put_topology(topology_->name(), topology::write_topology_json(*topology_));
+    context_ = propose::ProposalContext{topology_.get(), options_.collective, options_.sizes};
+    proposer_ = propose::make_offline_proposer(context_);
     population_ = ProgramDatabase(options_.sizes.size(), kIslands, kPerIsland);
     best_.assign(options_.sizes.size(), Best{});
     if (!options_.resume) {
       db::RunInfo info;
       info.topology_id = topology_id_;
       info.topology_name = topology_->name();
-      info.collective = std::string(core::to_string(options_.collective));
+      info.collective = std::string(support::to_string(options_.collective));
       info.sizes = options_.sizes;
       info.proposer = options_.proposer;
       info.seed = options_.seed;
@@ -181,14 +183,14 @@ class Exploration {
   void propose(Candidate& c, std::mt19937_64& rng) {
     c.island = static_cast<int>(static_cast<std::size_t>(c.seq) % population_.island_count());
     const auto parents = population_.parents(static_cast<std::size_t>(c.island), rng);
-    llm::ProposalRequest request;
+    propose::ProposalRequest request;
     request.seed = mix(options_.seed ^ mix(static_cast<std::uint64_t>(c.seq)));
     for (const Entry* p : parents) {
       request.parents.push_back(p->parent);
       c.parent_ids.push_back(p->program_id);
     }
     if (request.parents.empty())
-      request.parents.push_back(llm::Parent{baseline_program(*topology_), {}, {}, {}, {}});
+      request.parents.push_back(propose::Parent{baseline_program(*topology_), {}, {}, {}, {}});
     c.source = proposer_->propose(request);
   }
 
@@ -232,10 +234,10 @@ class Exploration {
     if (static_cast<std::size_t>(c.seq) < committed_.size()) {
       const auto& stored = committed_[static_cast<std::size_t>(c.seq)];
       if (stored.program_source != (c.canonical.empty() ? c.source : c.canonical))
-        throw core::InputError(core::SourceLocation{options_.db_path, 0, 0, "--resume"},
-                               "run " + std::to_string(run_id_) + " cannot be resumed: candidate " +
-                                   std::to_string(c.seq) +
-                                   " is no longer reproduced (the code changed?)");
+        throw support::InputError(support::SourceLocation{options_.db_path, 0, 0, "--resume"},
+                                  "run " + std::to_string(run_id_) +
+                                      " cannot be resumed: candidate " + std::to_string(c.seq) +
+                                      " is no longer reproduced (the code changed?)");
       program_id = stored.program_id;
     } else {
       db::CandidateRecord r;
@@ -246,7 +248,7 @@ class Exploration {
       r.program_source = c.canonical.empty() ? c.source : c.canonical;
       r.origin = "offline";
       r.parent_program_ids = c.parent_ids;
-      r.collective = std::string(core::to_string(options_.collective));
+      r.collective = std::string(support::to_string(options_.collective));
       r.compiled = ok;
       r.diagnostics = c.canonical.empty() ? c.diagnostics : c.compiled.diagnostics;
       r.compile_ms = c.compiled.compile_ms;
@@ -270,8 +272,8 @@ class Exploration {
     if (ok) {
       entry.time_us = c.simulated.time_us;
       for (std::size_t s = 0; s < options_.sizes.size(); ++s)
-        entry.parent.results.push_back(llm::SizeResult{options_.sizes[s], c.simulated.time_us[s],
-                                                       c.simulated.time_us[s] / bound_us_[s]});
+        entry.parent.results.push_back(propose::SizeResult{
+            options_.sizes[s], c.simulated.time_us[s], c.simulated.time_us[s] / bound_us_[s]});
       entry.parent.busiest_links = c.simulated.busiest_links;
       entry.parent.idle_links = c.simulated.idle_links;
       record_best(entry, c);
@@ -336,15 +338,15 @@ class Exploration {
         it->second = compile_candidate(w.program_source, *topology_, options_.collective);
       const Compiled& winner = it->second;
       const std::string stem = options_.out_dir + "/" +
-                               std::string(core::to_string(options_.collective)) + "-" +
+                               std::string(support::to_string(options_.collective)) + "-" +
                                topology_->name() + "-" + std::to_string(w.size_bytes);
       w.schedule_path = stem + ".json";
       w.msccl_path = stem + ".xml";
-      core::write_text_file(w.schedule_path, winner.schedule_json);
-      core::MscclExportOptions xml;
+      support::write_text_file(w.schedule_path, winner.schedule_json);
+      schedule::MscclExportOptions xml;
       xml.min_bytes = s == 0 ? 0 : options_.sizes[s - 1] + 1;
       xml.max_bytes = w.size_bytes;
-      core::write_text_file(w.msccl_path, core::write_msccl_xml(winner.schedule, xml));
+      support::write_text_file(w.msccl_path, schedule::write_msccl_xml(winner.schedule, xml));
       sim::SimOptions flow;
       flow.model = sim::Model::flow;
       w.flow_busbw_GBps =
@@ -367,11 +369,11 @@ class Exploration {
   Clock::time_point start_;
   std::int64_t run_id_ = 0, topology_id_ = 0, evaluated_ = 0, compiled_ = 0;
   std::vector<db::StoredCandidate> committed_;
-  std::unique_ptr<core::Topology> topology_;
-  std::unique_ptr<core::LowerBound> bound_;
+  std::unique_ptr<topology::Topology> topology_;
+  std::unique_ptr<topology::LowerBound> bound_;
   std::vector<double> bound_us_;
-  llm::ProposalContext context_;
-  std::unique_ptr<llm::Proposer> proposer_;
+  propose::ProposalContext context_;
+  std::unique_ptr<propose::Proposer> proposer_;
   ProgramDatabase population_{1, 1, 1};
   std::vector<Best> best_;
   std::map<std::string, std::pair<Compiled, Simulated>> seen_;

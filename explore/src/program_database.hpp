@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "optiflow/llm/proposer.hpp"
+#include "optiflow/propose/proposer.hpp"
 
 namespace optiflow::explore {
 
 struct Entry {
   std::int64_t seq = 0;
   std::int64_t program_id = 0;
-  llm::Parent parent;           ///< source and results, as proposers see them
+  propose::Parent parent;       ///< source and results, as proposers see them
   std::vector<double> time_us;  ///< per size; empty when it failed
 };
 

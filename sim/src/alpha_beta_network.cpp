@@ -12,9 +12,10 @@ namespace {
 
 class AlphaBetaNetwork final : public Network {
  public:
-  AlphaBetaNetwork(const core::Topology& topology, const StepGraph& graph)
+  AlphaBetaNetwork(const topology::Topology& topology, const StepGraph& graph)
       : graph_(graph), free_at_(topology.link_count(), 0), bw_GBps_(topology.link_count()) {
-    for (core::LinkId l = 0; l < topology.link_count(); ++l) bw_GBps_[l] = topology.link(l).bw_GBps;
+    for (topology::LinkId l = 0; l < topology.link_count(); ++l)
+      bw_GBps_[l] = topology.link(l).bw_GBps;
     started_us.assign(graph.transfers.size(), 0);
     busy_us.assign(topology.link_count(), 0);
     bytes.assign(topology.link_count(), 0);
@@ -26,7 +27,7 @@ class AlphaBetaNetwork final : public Network {
     for (std::int32_t i = t.route_begin; i < t.route_end; ++i)
       start = std::max(start, free_at_[graph_.route_links[static_cast<std::size_t>(i)]]);
     for (std::int32_t i = t.route_begin; i < t.route_end; ++i) {
-      const core::LinkId l = graph_.route_links[static_cast<std::size_t>(i)];
+      const topology::LinkId l = graph_.route_links[static_cast<std::size_t>(i)];
       const double serialise = size / (bw_GBps_[l] * 1e3);  // GB/s = 1e3 bytes per microsecond
       free_at_[l] = start + serialise;
       busy_us[l] += serialise;
@@ -58,7 +59,7 @@ class AlphaBetaNetwork final : public Network {
 
 }  // namespace
 
-std::unique_ptr<Network> make_alpha_beta_network(const core::Topology& topology,
+std::unique_ptr<Network> make_alpha_beta_network(const topology::Topology& topology,
                                                  const StepGraph& graph) {
   return std::make_unique<AlphaBetaNetwork>(topology, graph);
 }

@@ -8,7 +8,7 @@
 
 namespace optiflow::sim {
 
-std::vector<std::vector<SimResult>> simulate_all(const core::Topology& topology,
+std::vector<std::vector<SimResult>> simulate_all(const topology::Topology& topology,
                                                  std::span<const Candidate> candidates,
                                                  const SimOptions& options, unsigned threads) {
   std::vector<std::vector<SimResult>> results(candidates.size());

@@ -15,9 +15,9 @@ constexpr double kDrainedBytes = 1e-6;
 
 class FlowNetwork final : public Network {
  public:
-  FlowNetwork(const core::Topology& topology, const StepGraph& graph)
+  FlowNetwork(const topology::Topology& topology, const StepGraph& graph)
       : graph_(graph), capacity_(topology.link_count()), flows_on_(topology.link_count()) {
-    for (core::LinkId l = 0; l < topology.link_count(); ++l)
+    for (topology::LinkId l = 0; l < topology.link_count(); ++l)
       capacity_[l] = topology.link(l).bw_GBps * 1e3;
     started_us.assign(graph.transfers.size(), 0);
     busy_us.assign(topology.link_count(), 0);
@@ -28,7 +28,7 @@ class FlowNetwork final : public Network {
     advance(now);
     started_us[static_cast<std::size_t>(id)] = now;
     active_.push_back(Flow{id, size, 0});
-    for (core::LinkId l : links_of(id)) {
+    for (topology::LinkId l : links_of(id)) {
       if (flows_on_[l]++ == 0) loaded_.push_back(l);
       bytes[l] += size;
     }
@@ -51,7 +51,7 @@ class FlowNetwork final : public Network {
         active_.begin(), active_.end(), [](const Flow& f) { return f.remaining > kDrainedBytes; });
     if (drained != active_.end()) {
       for (auto it = drained; it != active_.end(); ++it) {
-        for (core::LinkId l : links_of(it->id))
+        for (topology::LinkId l : links_of(it->id))
           if (--flows_on_[l] == 0) std::erase(loaded_, l);
         const double alpha = graph_.transfers[static_cast<std::size_t>(it->id)].alpha_us;
         latency_.push({now + alpha, sequence_++, it->id});
@@ -72,7 +72,7 @@ class FlowNetwork final : public Network {
     double rate;       // bytes per microsecond
   };
 
-  std::span<const core::LinkId> links_of(std::int32_t id) const {
+  std::span<const topology::LinkId> links_of(std::int32_t id) const {
     const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
     return {graph_.route_links.data() + t.route_begin,
             static_cast<std::size_t>(t.route_end - t.route_begin)};
@@ -82,7 +82,7 @@ class FlowNetwork final : public Network {
     const double dt = now - now_;
     if (dt <= 0) return;
     for (Flow& f : active_) f.remaining -= f.rate * dt;
-    for (core::LinkId l : loaded_) busy_us[l] += dt;
+    for (topology::LinkId l : loaded_) busy_us[l] += dt;
     now_ = now;
   }
 
@@ -103,7 +103,7 @@ class FlowNetwork final : public Network {
     members_.resize(static_cast<std::size_t>(member_begin_[loaded]));
     fill_.assign(member_begin_.begin(), member_begin_.end() - 1);
     for (std::size_t f = 0; f < active_.size(); ++f)
-      for (core::LinkId l : links_of(active_[f].id))
+      for (topology::LinkId l : links_of(active_[f].id))
         members_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(slot_[l])]++)] =
             static_cast<std::int32_t>(f);
     fixed_.assign(active_.size(), 0);
@@ -119,7 +119,7 @@ class FlowNetwork final : public Network {
           fixed_[f] = 1;
           --remaining;
           active_[f].rate = share;
-          for (core::LinkId l : links_of(active_[f].id)) {
+          for (topology::LinkId l : links_of(active_[f].id)) {
             left_[static_cast<std::size_t>(slot_[l])] -= share;
             --unfixed_[static_cast<std::size_t>(slot_[l])];
           }
@@ -134,9 +134,9 @@ class FlowNetwork final : public Network {
 
   using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
   const StepGraph& graph_;
-  std::vector<double> capacity_;        // bytes per microsecond
-  std::vector<std::int32_t> flows_on_;  // active flows per link
-  std::vector<core::LinkId> loaded_;    // links with at least one active flow
+  std::vector<double> capacity_;          // bytes per microsecond
+  std::vector<std::int32_t> flows_on_;    // active flows per link
+  std::vector<topology::LinkId> loaded_;  // links with at least one active flow
   std::vector<Flow> active_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> latency_;
   std::uint64_t sequence_ = 0;
@@ -146,7 +146,8 @@ class FlowNetwork final : public Network {
 
 }  // namespace
 
-std::unique_ptr<Network> make_flow_network(const core::Topology& topology, const StepGraph& graph) {
+std::unique_ptr<Network> make_flow_network(const topology::Topology& topology,
+                                           const StepGraph& graph) {
   return std::make_unique<FlowNetwork>(topology, graph);
 }
 

@@ -31,8 +31,9 @@ class Network {
   std::vector<double> busy_us, bytes;
 };
 
-std::unique_ptr<Network> make_alpha_beta_network(const core::Topology& topology,
+std::unique_ptr<Network> make_alpha_beta_network(const topology::Topology& topology,
                                                  const StepGraph& graph);
-std::unique_ptr<Network> make_flow_network(const core::Topology& topology, const StepGraph& graph);
+std::unique_ptr<Network> make_flow_network(const topology::Topology& topology,
+                                           const StepGraph& graph);
 
 }  // namespace optiflow::sim

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "network.hpp"
-#include "optiflow/core/error.hpp"
+#include "optiflow/support/error.hpp"
 #include "step_graph.hpp"
 
 namespace optiflow::sim {
@@ -32,8 +32,8 @@ std::optional<Model> model_from_string(std::string_view name) {
 }
 
 struct Simulator::Impl {
-  const core::Topology& topology;
-  core::Collective collective;
+  const topology::Topology& topology;
+  support::Collective collective;
   std::int32_t ranks;
   std::string name;
   SimOptions options;
@@ -133,19 +133,19 @@ class Run {
     StepIndex last = -1;
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
       if (end_[s] < 0)
-        throw core::InputError(core::SourceLocation{impl_.name, 0, 0, {}},
-                               "the simulation stalls: rank " +
-                                   std::to_string(graph_.steps[s].rank) + " tb " +
-                                   std::to_string(graph_.steps[s].tb) + " step " +
-                                   std::to_string(graph_.steps[s].step) +
-                                   " never runs (verify the schedule with `optiflow check`)");
+        throw support::InputError(support::SourceLocation{impl_.name, 0, 0, {}},
+                                  "the simulation stalls: rank " +
+                                      std::to_string(graph_.steps[s].rank) + " tb " +
+                                      std::to_string(graph_.steps[s].tb) + " step " +
+                                      std::to_string(graph_.steps[s].step) +
+                                      " never runs (verify the schedule with `optiflow check`)");
       if (last < 0 || end_[s] > end_[static_cast<std::size_t>(last)])
         last = static_cast<StepIndex>(s);
     }
     r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
     if (r.time_us > 0) {
       r.algbw_GBps = size_ / (r.time_us * 1e3);
-      r.busbw_GBps = r.algbw_GBps * core::busbw_factor(impl_.collective, impl_.ranks);
+      r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
     for (StepIndex s = last; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
       const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
@@ -154,7 +154,7 @@ class Run {
                                              end_[static_cast<std::size_t>(s)]});
     }
     std::reverse(r.critical_path.begin(), r.critical_path.end());
-    for (core::LinkId l = 0; l < network_->bytes.size(); ++l) {
+    for (topology::LinkId l = 0; l < network_->bytes.size(); ++l) {
       if (network_->bytes[l] == 0) continue;
       const double capacity = impl_.topology.link(l).bw_GBps * 1e3 * r.time_us;
       r.links.push_back(LinkUsage{l, network_->busy_us[l], network_->bytes[l],
@@ -199,7 +199,7 @@ class Run {
 
 }  // namespace
 
-Simulator::Simulator(const core::Topology& topology, const core::Schedule& schedule,
+Simulator::Simulator(const topology::Topology& topology, const schedule::Schedule& schedule,
                      SimOptions options)
     : impl_(std::make_unique<Impl>(Impl{topology, schedule.collective, schedule.ranks,
                                         schedule.name, options,

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "optiflow/core/schedule.hpp"
-#include "optiflow/core/topology.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/topology/topology.hpp"
 
 namespace optiflow::sim {
 
@@ -14,7 +14,7 @@ using StepIndex = std::int32_t;
 
 struct SimStep {
   std::int32_t rank = 0, tb = 0, step = 0;
-  core::StepKind kind = core::StepKind::nop;
+  schedule::StepKind kind = schedule::StepKind::nop;
   std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;  ///< the transfer this step sends, -1 if it sends nothing
@@ -34,11 +34,11 @@ struct StepGraph {
   std::vector<SimStep> steps;
   std::vector<StepIndex> dependents;  ///< steps listing a step in their deps, grouped by step
   std::vector<SimTransfer> transfers;
-  std::vector<core::LinkId> route_links;
+  std::vector<topology::LinkId> route_links;
 };
 
 /// Flattens a verified schedule. Throws InputError when a send has no matching receive or a
 /// default route does not exist.
-StepGraph build_step_graph(const core::Topology& topology, const core::Schedule& schedule);
+StepGraph build_step_graph(const topology::Topology& topology, const schedule::Schedule& schedule);
 
 }  // namespace optiflow::sim

@@ -7,14 +7,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "optiflow/core/bounds.hpp"
-#include "optiflow/core/generators.hpp"
-#include "optiflow/core/topology_io.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/generators.hpp"
+#include "optiflow/topology/topology_io.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using namespace optiflow::core;
+using namespace optiflow::topology;
+using optiflow::support::Collective;
 
 struct Result {
   int exit_code = -1;

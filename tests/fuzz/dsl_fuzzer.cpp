@@ -9,15 +9,18 @@
 #include <string>
 #include <string_view>
 
-#include "optiflow/core/compiler.hpp"
-#include "optiflow/core/dsl_eval.hpp"
-#include "optiflow/core/dsl_parser.hpp"
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/generators.hpp"
+#include "optiflow/compiler/compiler.hpp"
+#include "optiflow/compiler/evaluate.hpp"
+#include "optiflow/dsl/parser.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/topology/generators.hpp"
 
 namespace {
 
-using namespace optiflow::core;
+using namespace optiflow::support;
+using namespace optiflow::topology;
+using namespace optiflow::dsl;
+using namespace optiflow::compiler;
 
 // Two hosts of 8 GPUs: hosts, rails, NICs, leaf switches and a spine for every statement kind.
 const Topology& fuzz_topology() {

@@ -8,14 +8,15 @@
 #include <string>
 #include <string_view>
 
-#include "optiflow/core/error.hpp"
-#include "optiflow/core/msccl_xml.hpp"
-#include "optiflow/core/schedule_io.hpp"
-#include "optiflow/core/verifier.hpp"
+#include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/schedule/verifier.hpp"
+#include "optiflow/support/error.hpp"
 
 namespace {
 
-using namespace optiflow::core;
+using namespace optiflow::support;
+using namespace optiflow::schedule;
 
 [[noreturn]] void crash(const std::string& what, std::string_view input,
                         const std::string& written) {

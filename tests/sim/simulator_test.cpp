@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "optiflow/core/compiler.hpp"
-#include "optiflow/core/generators.hpp"
-#include "optiflow/core/msccl_xml.hpp"
-#include "optiflow/core/sizes.hpp"
+#include "optiflow/compiler/compiler.hpp"
+#include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/generators.hpp"
 
 namespace optiflow::sim {
 
@@ -30,16 +30,16 @@ void PrintTo(Model model, std::ostream* out) {
 
 namespace {
 
-using core::BufferKind;
-using core::Collective;
-using core::LinkSpec;
-using core::NodeKind;
-using core::Schedule;
-using core::Step;
-using core::StepKind;
-using core::StepRef;
-using core::ThreadBlock;
-using core::Topology;
+using schedule::BufferKind;
+using schedule::Schedule;
+using schedule::Step;
+using schedule::StepKind;
+using schedule::StepRef;
+using schedule::ThreadBlock;
+using support::Collective;
+using topology::LinkSpec;
+using topology::NodeKind;
+using topology::Topology;
 
 // The generic link of ring<N> and fullmesh<N> (kGenericLink in core/src/generators.cpp).
 constexpr double kAlphaUs = 1.0;
@@ -54,14 +54,14 @@ void expect_close(double actual, double expected, const std::string& what) {
 }
 
 Topology builtin(const std::string& name) {
-  return *core::make_builtin_topology(name);
+  return *topology::make_builtin_topology(name);
 }
 
 Schedule compile(const std::string& program, const Topology& topology,
                  Collective collective = Collective::all_gather) {
-  core::CompileOptions options;
+  compiler::CompileOptions options;
   options.collective = collective;
-  return core::compile_program(program, "test.ofl", topology, options).schedule;
+  return compiler::compile_program(program, "test.ofl", topology, options).schedule;
 }
 
 SimOptions with_model(Model model) {
@@ -71,7 +71,7 @@ SimOptions with_model(Model model) {
 }
 
 Step make_step(StepKind kind, int offset, int count, std::vector<StepRef> deps = {},
-               std::vector<core::LinkId> route = {}) {
+               std::vector<topology::LinkId> route = {}) {
   Step step;
   step.kind = kind;
   step.src_buf = BufferKind::output;
@@ -108,7 +108,7 @@ std::size_t sends_in(const Schedule& schedule) {
   std::size_t sends = 0;
   for (const auto& program : schedule.programs)
     for (const auto& tb : program.tbs)
-      for (const auto& step : tb.steps) sends += core::step_sends(step.kind) ? 1 : 0;
+      for (const auto& step : tb.steps) sends += schedule::step_sends(step.kind) ? 1 : 0;
   return sends;
 }
 
@@ -182,7 +182,7 @@ TEST_P(SimClosedForm, RecursiveDoublingOnFullMesh) {
       std::vector<int> counts;
       for (const auto& tb : program.tbs)
         for (const auto& step : tb.steps)
-          if (core::step_sends(step.kind)) counts.push_back(step.count);
+          if (schedule::step_sends(step.kind)) counts.push_back(step.count);
       std::sort(counts.begin(), counts.end());
       for (int i = 0; i < k; ++i) ASSERT_EQ(counts.at(static_cast<std::size_t>(i)), 1 << i);
     }
@@ -305,7 +305,7 @@ double a100x16_ring_expected_us(const Topology& topo, const Schedule& schedule,
   const auto sender = std::find_if(boundary.begin(), boundary.end(),
                                    [](const ThreadBlock& tb) { return tb.send_peer == 8; });
   double alpha_us = 0, bw_GBps = 1e300;
-  for (core::LinkId l : sender->steps.front().route) {
+  for (topology::LinkId l : sender->steps.front().route) {
     alpha_us += topo.link(l).alpha_us;
     bw_GBps = std::min(bw_GBps, topo.link(l).bw_GBps);
   }
@@ -336,7 +336,7 @@ TEST(SimAlphaBeta, RingOnA100x16QueuesOnlyForTheFatLinksSerialisation) {
   const auto boundary =
       std::find_if(tbs.begin(), tbs.end(), [](const ThreadBlock& tb) { return tb.send_peer == 8; });
   double uplink_GBps = 0;
-  for (core::LinkId l : boundary->steps.front().route)
+  for (topology::LinkId l : boundary->steps.front().route)
     uplink_GBps = std::max(uplink_GBps, topo.link(l).bw_GBps);
   ASSERT_EQ(uplink_GBps, 16 * 25.0);
   const Simulator sim(topo, schedule);
@@ -374,17 +374,18 @@ Topology star(const std::vector<LinkSpec>& first_hop, const LinkSpec& shared) {
   Topology topo("star");
   const int senders = static_cast<int>(first_hop.size());
   for (int r = 0; r <= senders; ++r)
-    topo.add_node(core::Node{"gpu" + std::to_string(r), NodeKind::gpu, r, 0, r});
-  const core::NodeId hub = topo.add_node(core::Node{"switch", NodeKind::switch_, -1, 0, -1});
+    topo.add_node(topology::Node{"gpu" + std::to_string(r), NodeKind::gpu, r, 0, r});
+  const topology::NodeId hub =
+      topo.add_node(topology::Node{"switch", NodeKind::switch_, -1, 0, -1});
   for (int r = 0; r < senders; ++r)
-    topo.add_link(static_cast<core::NodeId>(r), hub, first_hop[static_cast<std::size_t>(r)]);
-  topo.add_link(hub, static_cast<core::NodeId>(senders), shared);
+    topo.add_link(static_cast<topology::NodeId>(r), hub, first_hop[static_cast<std::size_t>(r)]);
+  topo.add_link(hub, static_cast<topology::NodeId>(senders), shared);
   topo.validate("star");
   return topo;
 }
 
 LinkSpec link_of(double bw_GBps, double alpha_us = 0) {
-  return LinkSpec{core::LinkKind::other, bw_GBps, alpha_us};
+  return LinkSpec{topology::LinkKind::other, bw_GBps, alpha_us};
 }
 
 // End time of each sender's transfer, by sender rank.
@@ -475,8 +476,8 @@ TEST(SimAlphaBeta, TwoTransfersOnOneLinkAreSerialised) {
 // datasets/schedules/ring8-allgather.xml: `ring over all` compiled for ring8 and exported with
 // write_msccl_xml, its route attributes removed so the simulator routes every transfer itself.
 TEST(SimMscclXml, RingFileSimulatesToTheRingFormula) {
-  const Schedule schedule = core::read_msccl_xml_file(std::string(OPTIFLOW_SOURCE_DIR) +
-                                                      "/datasets/schedules/ring8-allgather.xml");
+  const Schedule schedule = schedule::read_msccl_xml_file(
+      std::string(OPTIFLOW_SOURCE_DIR) + "/datasets/schedules/ring8-allgather.xml");
   for (const auto& program : schedule.programs)
     for (const auto& tb : program.tbs)
       for (const auto& step : tb.steps) ASSERT_TRUE(step.route.empty());
@@ -493,7 +494,7 @@ TEST(SimMscclXml, RingFileSimulatesToTheRingFormula) {
 TEST(SimSweep, SweepEqualsRunAtEverySizeAndRepeats) {
   const Topology topo = builtin("a100x2");
   const Schedule schedule = compile("rd over rails\ndirect over hosts", topo);
-  const auto sizes = core::parse_sizes("1K:1G");
+  const auto sizes = support::parse_sizes("1K:1G");
   ASSERT_EQ(sizes.size(), 21u);
   for (Model model : {Model::alpha_beta, Model::flow}) {
     SimOptions options = with_model(model);

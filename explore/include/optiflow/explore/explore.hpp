@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "optiflow/core/collective.hpp"
+#include "optiflow/support/collective.hpp"
 
 namespace optiflow::explore {
 
 struct ExploreOptions {
   std::string topology = "a100x4";  ///< built-in name or topology JSON file
-  core::Collective collective = core::Collective::all_gather;
+  support::Collective collective = support::Collective::all_gather;
   std::vector<std::uint64_t> sizes;  ///< empty = 1K:1G
   std::int64_t budget = 500;         ///< candidates evaluated (duplicates are free)
   double time_limit_s = 0;           ///< 0 = none; a time limit makes runs irreproducible
@@ -56,7 +56,7 @@ struct Progress {
 };
 using ProgressSink = std::function<void(const Progress&)>;
 
-/// Runs (or resumes) an exploration. Throws core::InputError for bad options, db::DbError
+/// Runs (or resumes) an exploration. Throws support::InputError for bad options, db::DbError
 /// for storage failures; whatever was committed before a failure stays committed.
 ExploreResult explore(const ExploreOptions& options, const ProgressSink& progress = {});
 

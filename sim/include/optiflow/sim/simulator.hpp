@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "optiflow/core/schedule.hpp"
-#include "optiflow/core/topology.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/topology/topology.hpp"
 
 namespace optiflow::sim {
 
-using core::LinkId;
+using topology::LinkId;
 
 enum class Model {
   alpha_beta,  ///< each link a FIFO server; a transfer holds its whole route
@@ -48,7 +48,7 @@ struct TransferRecord {
 /// with the last step to finish.
 struct CriticalStep {
   std::int32_t rank = 0, tb = 0, step = 0;
-  core::StepKind kind = core::StepKind::nop;
+  schedule::StepKind kind = schedule::StepKind::nop;
   double start_us = 0, end_us = 0;
 };
 
@@ -75,7 +75,7 @@ struct SimResult {
 /// topology is referenced, not copied: it must outlive the Simulator.
 class Simulator {
  public:
-  Simulator(const core::Topology& topology, const core::Schedule& schedule,
+  Simulator(const topology::Topology& topology, const schedule::Schedule& schedule,
             SimOptions options = {});
   ~Simulator();
   Simulator(Simulator&&) noexcept;
@@ -93,10 +93,10 @@ class Simulator {
 /// Simulates many (schedule, size list) candidates on all cores; results come back in input
 /// order and are identical to running them one by one.
 struct Candidate {
-  const core::Schedule* schedule = nullptr;
+  const schedule::Schedule* schedule = nullptr;
   std::vector<std::uint64_t> sizes;
 };
-std::vector<std::vector<SimResult>> simulate_all(const core::Topology& topology,
+std::vector<std::vector<SimResult>> simulate_all(const topology::Topology& topology,
                                                  std::span<const Candidate> candidates,
                                                  const SimOptions& options, unsigned threads = 0);
 

@@ -1,0 +1,55 @@
+// The deterministic compiler: DSL program + topology -> verified schedule IR.
+//
+// Passes, each doing one thing, with a check of the plan after each (docs/compiler.md):
+//   expand (dsl::evaluate) -> pipeline -> mirror (Reduce-Scatter / All-Reduce) -> chunks ->
+//   coalesce -> route -> order -> channels -> emit -> verify_schedule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "optiflow/compiler/plan.hpp"
+#include "optiflow/dsl/ast.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/support/collective.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::compiler {
+
+struct CompileOptions {
+  support::Collective collective = support::Collective::all_gather;
+  /// The buffer size the list scheduler assumes when it orders transfers on links (the
+  /// schedule itself is independent of size).
+  std::uint64_t reference_size_bytes = std::uint64_t{1} << 30;
+  /// Upper limit on chunks per buffer; programs with finer splits are rejected.
+  std::int64_t max_chunks = std::int64_t{1} << 16;
+  std::string name;  ///< schedule name; empty = "optiflow"
+};
+
+/// How long one pass took and what it left, for `optiflow compile --passes`.
+struct PassReport {
+  std::string name;
+  double millis = 0;
+  std::size_t transfers = 0;
+};
+
+struct Compilation {
+  schedule::Schedule schedule;
+  Plan plan;  ///< the plan emit() consumed, with routes and estimated times
+  std::vector<PassReport> passes;
+};
+
+/// Compiles program text. Errors in the program throw dsl::DslError (file:line:col); a
+/// program that compiles to a schedule the verifier rejects throws InputError naming the
+/// program and the first verifier messages (that is a compiler bug, reported as such).
+Compilation compile_program(std::string_view text, const std::string& source,
+                            const topology::Topology& topology, const CompileOptions& options = {});
+
+/// The compiler after parsing. `text` only serves diagnostics.
+Compilation compile(const dsl::Program& program, const topology::Topology& topology,
+                    const CompileOptions& options, const std::string& source,
+                    const std::string& text);
+
+}  // namespace optiflow::compiler

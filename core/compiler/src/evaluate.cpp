@@ -1,0 +1,686 @@
+// Evaluation of DSL programs: each statement is interpreted on the pieces of data it governs,
+// recording the transfers that move them (docs/dsl.md, "Semantics").
+#include "optiflow/compiler/evaluate.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <set>
+
+#include "optiflow/dsl/parser.hpp"
+#include "patterns.hpp"
+
+namespace optiflow::compiler {
+namespace {
+
+constexpr std::int32_t kNotHeld = -2;
+constexpr std::int32_t kOwned = -1;
+constexpr std::int64_t kMaxSplitParts = 1024;
+constexpr std::int64_t kMaxPipeline = 64;
+constexpr std::int64_t kMaxChannels = 32;
+
+// A contiguous part of one rank's share, and who holds and who carries it.
+struct Piece {
+  Interval data;
+  std::int32_t source = 0;
+  std::vector<std::int32_t> holder;    // per rank: kNotHeld, kOwned or the delivering transfer
+  std::vector<std::int32_t> carriers;  // ranks that pass it on in the next step, ascending
+};
+
+struct RouteRule {
+  std::int32_t from = 0, to = 0, path = 0;
+};
+
+// What a block sees: variables, explicit routes and avoided links, all block-scoped.
+struct Scope {
+  std::map<std::string, support::Rational> vars;
+  std::vector<RouteRule> routes;
+  std::set<topology::LinkId> avoided;
+  std::int32_t avoid_set = 0;
+};
+
+using Value = std::vector<support::Rational>;  // one element: a number; more: a tuple (for `by`)
+
+class Evaluator {
+ public:
+  Evaluator(const topology::Topology& topo, const std::string& source, const std::string& text,
+            const EvalLimits& limits)
+      : topo_(topo), source_(source), text_(text), limits_(limits), n_(topo.rank_count()) {
+    for (topology::NodeId v = 0; v < topo.node_count(); ++v) node_by_id_[topo.node(v).id] = v;
+    for (topology::NodeId gpu : topo.gpus_by_rank()) {
+      nhosts_ = std::max(nhosts_, topo.node(gpu).host + 1);
+      nlocal_ = std::max(nlocal_, topo.node(gpu).local + 1);
+    }
+    plan_.ranks = n_;
+    plan_.avoid_sets.emplace_back();
+  }
+
+  Plan run(const dsl::Program& program) {
+    std::vector<std::int32_t> active;
+    for (std::int32_t r = 0; r < n_; ++r) {
+      Piece piece;
+      piece.data = Interval{*support::Rational::make(r, n_), *support::Rational::make(r + 1, n_)};
+      piece.source = r;
+      piece.holder.assign(static_cast<std::size_t>(n_), kNotHeld);
+      piece.holder[static_cast<std::size_t>(r)] = kOwned;
+      piece.carriers = {r};
+      active.push_back(new_piece(std::move(piece), {}));
+    }
+    Scope scope;
+    run_block(program.body, active, scope, /*top_level=*/true);
+    require_complete(active, program);
+    return std::move(plan_);
+  }
+
+ private:
+  // --- errors and limits -----------------------------------------------------------------
+  [[noreturn]] void fail(dsl::SourcePos pos, const std::string& message) const {
+    throw dsl::DslError(support::SourceLocation{source_, pos.line, pos.column, {}}, message,
+                        dsl::source_line(text_, pos.line));
+  }
+  void spend(std::size_t work, dsl::SourcePos pos) {
+    work_ += work;
+    if (work_ > limits_.max_work)
+      fail(pos, "evaluation exceeds its work limit (" + std::to_string(limits_.max_work) +
+                    " operations): the program makes too many pieces or transfers");
+  }
+
+  std::int32_t new_piece(Piece piece, dsl::SourcePos pos) {
+    if (pieces_.size() >= limits_.max_pieces)
+      fail(pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
+                    " pieces");
+    spend(static_cast<std::size_t>(n_), pos);
+    pieces_.push_back(std::move(piece));
+    return static_cast<std::int32_t>(pieces_.size() - 1);
+  }
+
+  // Every rank must end up with every piece; say which data is missing where, and why.
+  void require_complete(const std::vector<std::int32_t>& active,
+                        const dsl::Program& program) const {
+    const dsl::SourcePos end{program.body.empty() ? 1 : program.body.back().pos.line, 1};
+    for (std::int32_t index : active) {
+      const Piece& piece = pieces_[static_cast<std::size_t>(index)];
+      for (std::int32_t r = 0; r < n_; ++r) {
+        if (piece.holder[static_cast<std::size_t>(r)] != kNotHeld) continue;
+        std::int32_t missing = 0;
+        for (std::int32_t h : piece.holder) missing += h == kNotHeld ? 1 : 0;
+        fail(end,
+             "the program ends before every rank has all the data: rank " + std::to_string(r) +
+                 " never receives fraction [" + piece.data.begin.to_string() + ", " +
+                 piece.data.end.to_string() + ") of the buffer (rank " +
+                 std::to_string(piece.source) + "'s data), and " + std::to_string(missing - 1) +
+                 " other ranks lack it too; add a step that spreads it, e.g. 'direct over hosts'");
+      }
+    }
+  }
+
+  // --- blocks and statements ---------------------------------------------------------------
+  void run_block(const dsl::Block& block, std::vector<std::int32_t>& active, Scope scope,
+                 bool top_level) {
+    for (const dsl::Statement& s : block) run_statement(s, active, scope, top_level);
+  }
+
+  void run_statement(const dsl::Statement& s, std::vector<std::int32_t>& active, Scope& scope,
+                     bool top_level) {
+    switch (s.kind) {
+      case dsl::Statement::Kind::let:
+        scope.vars[s.var] = number(s.value, scope, -1);
+        return;
+      case dsl::Statement::Kind::pipeline:
+      case dsl::Statement::Kind::channels:
+        return setting(s, scope, top_level);
+      case dsl::Statement::Kind::split_even:
+        return split_even(s, active, scope);
+      case dsl::Statement::Kind::split_weighted:
+        return split_weighted(s, active, scope);
+      case dsl::Statement::Kind::route:
+        return add_route(s, scope);
+      case dsl::Statement::Kind::avoid:
+        return add_avoid(s, scope);
+      case dsl::Statement::Kind::step:
+        return step(s, active, scope);
+    }
+  }
+
+  void setting(const dsl::Statement& s, const Scope& scope, bool top_level) {
+    const bool is_pipeline = s.kind == dsl::Statement::Kind::pipeline;
+    const char* name = is_pipeline ? "pipeline" : "channels";
+    if (!top_level)
+      fail(s.pos,
+           std::string("'") + name + "' applies to the whole program: put it at the top level");
+    const std::int64_t limit = is_pipeline ? kMaxPipeline : kMaxChannels;
+    const std::int64_t value = integer(s.value, scope, -1, 1, limit, name);
+    (is_pipeline ? plan_.pipeline : plan_.channels) = static_cast<std::int32_t>(value);
+  }
+
+  void split_even(const dsl::Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
+    const std::int64_t parts =
+        integer(s.value, scope, -1, 1, kMaxSplitParts, "the number of parts");
+    if (pieces_.size() + active.size() * static_cast<std::size_t>(parts) > limits_.max_pieces)
+      fail(s.pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
+                      " pieces");
+    std::vector<support::Rational> weights(static_cast<std::size_t>(parts), support::Rational(1));
+    std::vector<std::vector<std::int32_t>> per_part(static_cast<std::size_t>(parts));
+    for (std::int32_t piece : active) {
+      const auto subs = split_piece(piece, weights, s.pos);
+      for (std::size_t i = 0; i < subs.size(); ++i) per_part[i].push_back(subs[i]);
+    }
+    std::vector<std::int32_t> result;
+    for (std::int64_t i = 0; i < parts; ++i) {
+      Scope inner = scope;
+      inner.vars[s.var] = support::Rational(i);
+      auto& part = per_part[static_cast<std::size_t>(i)];
+      run_block(s.body, part, inner, false);
+      result.insert(result.end(), part.begin(), part.end());
+    }
+    active = std::move(result);
+  }
+
+  void split_weighted(const dsl::Statement& s, std::vector<std::int32_t>& active,
+                      const Scope& scope) {
+    std::vector<std::vector<std::int32_t>> per_branch(s.branches.size());
+    for (std::int32_t piece : active) {
+      const std::int32_t source = pieces_[static_cast<std::size_t>(piece)].source;
+      std::vector<support::Rational> weights;
+      for (const dsl::Branch& b : s.branches) {
+        const support::Rational w = number(b.weight, scope, source);
+        if (w < support::Rational(0))
+          fail(b.weight.pos, "weight " + w.to_string() + " is negative (for the data of rank " +
+                                 std::to_string(source) + ")");
+        weights.push_back(w);
+      }
+      if (std::all_of(weights.begin(), weights.end(),
+                      [](support::Rational w) { return w == support::Rational(0); }))
+        fail(s.pos, "every weight is 0 for the data of rank " + std::to_string(source) +
+                        ": give it a branch with a positive weight");
+      const auto subs = split_piece(piece, weights, s.pos);
+      for (std::size_t b = 0, k = 0; b < weights.size(); ++b)
+        if (weights[b] > support::Rational(0)) per_branch[b].push_back(subs[k++]);
+    }
+    std::vector<std::int32_t> result;
+    for (std::size_t b = 0; b < s.branches.size(); ++b) {
+      run_block(s.branches[b].body, per_branch[b], scope, false);
+      result.insert(result.end(), per_branch[b].begin(), per_branch[b].end());
+    }
+    active = std::move(result);
+  }
+
+  // Cuts a piece in proportion to the positive weights, in order; returns the new pieces.
+  std::vector<std::int32_t> split_piece(std::int32_t index,
+                                        const std::vector<support::Rational>& weights,
+                                        dsl::SourcePos pos) {
+    if (pieces_.size() + weights.size() > limits_.max_pieces)
+      fail(pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
+                    " pieces");
+    support::Rational total(0);
+    for (support::Rational w : weights) total = checked(add(total, w), pos);
+    const Piece original = pieces_[static_cast<std::size_t>(index)];
+    const support::Rational length = checked(sub(original.data.end, original.data.begin), pos);
+    std::vector<std::int32_t> subs;
+    support::Rational cursor = original.data.begin, acc(0);
+    for (support::Rational w : weights) {
+      if (w == support::Rational(0)) continue;
+      acc = checked(add(acc, w), pos);
+      const support::Rational end = checked(
+          add(original.data.begin, checked(mul(length, checked(div(acc, total), pos)), pos)), pos);
+      Piece part = original;
+      part.data = Interval{cursor, end};
+      cursor = end;
+      subs.push_back(new_piece(std::move(part), pos));
+    }
+    return subs;
+  }
+
+  support::Rational checked(std::optional<support::Rational> value, dsl::SourcePos pos) const {
+    if (!value) fail(pos, "a number here exceeds 64-bit fractions (use simpler weights)");
+    return *value;
+  }
+
+  // --- routes --------------------------------------------------------------------------------
+  topology::NodeId node(const std::string& id, dsl::SourcePos pos) const {
+    auto it = node_by_id_.find(id);
+    if (it == node_by_id_.end()) fail(pos, "topology '" + topo_.name() + "' has no node @" + id);
+    return it->second;
+  }
+
+  void add_route(const dsl::Statement& s, Scope& scope) {
+    const std::int32_t from = rank_of(s.from, scope), to = rank_of(s.to, scope);
+    std::vector<topology::NodeId> path{topo_.gpu_of_rank(from)};
+    for (const auto& id : s.via) path.push_back(node(id, s.pos));
+    path.push_back(topo_.gpu_of_rank(to));
+    for (std::size_t i = 0; i + 1 < path.size(); ++i)
+      if (!has_link(path[i], path[i + 1]))
+        fail(s.pos, "route: no link from @" + topo_.node(path[i]).id + " to @" +
+                        topo_.node(path[i + 1]).id);
+    scope.routes.push_back(RouteRule{from, to, intern_path(std::move(path))});
+  }
+
+  bool has_link(topology::NodeId a, topology::NodeId b) const {
+    for (topology::LinkId l : topo_.out_links(a))
+      if (topo_.link(l).dst == b) return true;
+    return false;
+  }
+
+  std::int32_t intern_path(std::vector<topology::NodeId> path) {
+    auto [it, inserted] =
+        path_index_.try_emplace(path, static_cast<std::int32_t>(plan_.explicit_routes.size()));
+    if (inserted) plan_.explicit_routes.push_back(std::move(path));
+    return it->second;
+  }
+
+  void add_avoid(const dsl::Statement& s, Scope& scope) {
+    for (const dsl::LinkRef& ref : s.links) {
+      const topology::NodeId a = node(ref.from, s.pos), b = node(ref.to, s.pos);
+      std::size_t found = 0;
+      for (topology::LinkId l : topo_.out_links(a))
+        if (topo_.link(l).dst == b) scope.avoided.insert(l), ++found;
+      if (ref.both)
+        for (topology::LinkId l : topo_.out_links(b))
+          if (topo_.link(l).dst == a) scope.avoided.insert(l), ++found;
+      if (found == 0) fail(s.pos, "avoid: no link joins @" + ref.from + " and @" + ref.to);
+    }
+    std::vector<topology::LinkId> set(scope.avoided.begin(), scope.avoided.end());
+    auto [it, inserted] =
+        avoid_index_.try_emplace(set, static_cast<std::int32_t>(plan_.avoid_sets.size()));
+    if (inserted) plan_.avoid_sets.push_back(set);
+    scope.avoid_set = it->second;
+  }
+
+  // --- groups --------------------------------------------------------------------------------
+  std::vector<std::vector<std::int32_t>> groups(const dsl::GroupSpec& spec, const Scope& scope,
+                                                dsl::SourcePos pos) {
+    std::vector<std::vector<std::int32_t>> result;
+    auto by_attribute = [&](auto attribute, const char* what) {
+      std::map<int, std::vector<std::int32_t>> grouped;
+      for (std::int32_t r = 0; r < n_; ++r) {
+        const int key = attribute(topo_.node(topo_.gpu_of_rank(r)));
+        if (key < 0)
+          fail(pos, "topology '" + topo_.name() + "' gives no " + what + " for rank " +
+                        std::to_string(r));
+        grouped[key].push_back(r);
+      }
+      for (auto& [key, members] : grouped) result.push_back(std::move(members));
+    };
+    switch (spec.kind) {
+      case dsl::GroupSpec::Kind::all:
+        result.emplace_back(static_cast<std::size_t>(n_));
+        std::iota(result.back().begin(), result.back().end(), 0);
+        break;
+      case dsl::GroupSpec::Kind::hosts:
+        by_attribute([](const topology::Node& n) { return n.host; }, "host");
+        break;
+      case dsl::GroupSpec::Kind::rails:
+        by_attribute([](const topology::Node& n) { return n.local; }, "local index");
+        break;
+      case dsl::GroupSpec::Kind::under:
+        result.push_back(gpus_under(node(spec.node, pos)));
+        break;
+      case dsl::GroupSpec::Kind::lists:
+        for (const auto& list : spec.lists) result.push_back(list_members(list, scope));
+        break;
+    }
+    for (auto& members : result) order_and_filter(members, spec, scope);
+    std::erase_if(result, [](const auto& g) { return g.empty(); });
+    std::vector<char> seen(static_cast<std::size_t>(n_), 0);
+    for (const auto& g : result)
+      for (std::int32_t r : g)
+        if (seen[static_cast<std::size_t>(r)]++)
+          fail(pos, "rank " + std::to_string(r) + " appears twice in this step's groups");
+    return result;
+  }
+
+  // GPUs that reach `sw` without crossing another switch or GPU (through NICs, CPUs).
+  std::vector<std::int32_t> gpus_under(topology::NodeId sw) const {
+    std::vector<char> seen(topo_.node_count(), 0);
+    std::vector<std::int32_t> ranks;
+    std::queue<topology::NodeId> frontier;
+    frontier.push(sw);
+    seen[sw] = 1;
+    while (!frontier.empty()) {
+      const topology::NodeId v = frontier.front();
+      frontier.pop();
+      for (topology::LinkId l : topo_.in_links(v)) {
+        const topology::NodeId u = topo_.link(l).src;
+        if (seen[u]) continue;
+        seen[u] = 1;
+        const topology::Node& n = topo_.node(u);
+        if (n.kind == topology::NodeKind::gpu)
+          ranks.push_back(n.rank);
+        else if (n.kind != topology::NodeKind::switch_)
+          frontier.push(u);
+      }
+    }
+    std::sort(ranks.begin(), ranks.end());
+    return ranks;
+  }
+
+  std::vector<std::int32_t> list_members(const std::vector<dsl::Expr>& items, const Scope& scope) {
+    std::vector<std::int32_t> members;
+    for (const dsl::Expr& item : items) {
+      if (item.kind != dsl::Expr::Kind::range) {
+        members.push_back(rank_of(item, scope));
+        continue;
+      }
+      const std::int64_t first = integer(item.args[0], scope, -1, 0, n_ - 1, "a rank");
+      const std::int64_t last =
+          integer(item.args[1], scope, -1, first, n_ - 1, "the end of the range");
+      for (std::int64_t r = first; r <= last; ++r) members.push_back(static_cast<std::int32_t>(r));
+    }
+    return members;
+  }
+
+  void order_and_filter(std::vector<std::int32_t>& members, const dsl::GroupSpec& spec,
+                        const Scope& scope) {
+    if (spec.where)
+      std::erase_if(members, [&](std::int32_t r) {
+        return number(*spec.where, scope, r) == support::Rational(0);
+      });
+    if (!spec.by) return;
+    std::vector<std::pair<Value, std::int32_t>> keyed;
+    for (std::int32_t r : members) keyed.emplace_back(eval(*spec.by, scope, r), r);
+    std::stable_sort(keyed.begin(), keyed.end());
+    for (std::size_t i = 0; i < keyed.size(); ++i) members[i] = keyed[i].second;
+  }
+
+  // --- steps ---------------------------------------------------------------------------------
+  void step(const dsl::Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
+    const auto group_list = groups(s.groups, scope, s.pos);
+    std::vector<std::int32_t> group_of(static_cast<std::size_t>(n_), -1),
+        position(static_cast<std::size_t>(n_), -1);
+    for (std::size_t g = 0; g < group_list.size(); ++g) {
+      auto members = group_list[g];
+      for (std::size_t p = 0; p < members.size(); ++p) {
+        group_of[static_cast<std::size_t>(members[p])] = static_cast<std::int32_t>(g);
+        position[static_cast<std::size_t>(members[p])] = static_cast<std::int32_t>(p);
+      }
+    }
+    ++stage_;
+    std::vector<std::int32_t> next;
+    for (std::int32_t piece : active) {
+      std::vector<std::int32_t> roots(group_list.size(), -1);  // first carrier per group
+      for (std::int32_t c : pieces_[static_cast<std::size_t>(piece)].carriers) {
+        const std::int32_t g = group_of[static_cast<std::size_t>(c)];
+        if (g >= 0 && (roots[static_cast<std::size_t>(g)] < 0 ||
+                       position[static_cast<std::size_t>(c)] <
+                           position[static_cast<std::size_t>(roots[static_cast<std::size_t>(g)])]))
+          roots[static_cast<std::size_t>(g)] = c;
+      }
+      std::vector<std::int32_t> current{piece};
+      for (std::size_t g = 0; g < group_list.size(); ++g) {
+        if (roots[g] < 0) continue;
+        std::vector<std::int32_t> members = group_list[g];
+        if (s.reverse && s.pattern != dsl::Pattern::bfs)
+          std::reverse(members.begin(), members.end());
+        std::vector<std::int32_t> produced;
+        for (std::int32_t p : current) {
+          const auto out = spread(s, members, roots[g], p, scope);
+          produced.insert(produced.end(), out.begin(), out.end());
+        }
+        current = std::move(produced);
+      }
+      next.insert(next.end(), current.begin(), current.end());
+    }
+    active = std::move(next);
+  }
+
+  // Moves piece `index` from `root` through one group; returns the piece(s) it becomes.
+  std::vector<std::int32_t> spread(const dsl::Statement& s,
+                                   const std::vector<std::int32_t>& members, std::int32_t root,
+                                   std::int32_t index, const Scope& scope) {
+    const auto m = static_cast<std::int32_t>(members.size());
+    const auto root_pos = static_cast<std::int32_t>(
+        std::find(members.begin(), members.end(), root) - members.begin());
+    if (s.pattern == dsl::Pattern::scatter) return scatter(s, members, root_pos, index, scope);
+    if (s.pattern == dsl::Pattern::dbtree) {
+      const auto halves = split_piece(index, {support::Rational(1), support::Rational(1)}, s.pos);
+      move_along(s, members, pattern_tree(dsl::Pattern::binary, 2, m, root_pos), halves[0], scope);
+      move_along(s, members, mirrored_binary_tree(m, root_pos), halves[1], scope);
+      for (std::int32_t half : halves) carry_to_group(half, members);
+      return halves;
+    }
+    if (s.pattern == dsl::Pattern::bfs) {
+      move_along_bfs(s, members, root_pos, index, scope);
+    } else {
+      move_along(s, members, pattern_tree(s.pattern, s.arity, m, root_pos), index, scope);
+    }
+    carry_to_group(index, members);
+    return {index};
+  }
+
+  void move_along(const dsl::Statement& s, const std::vector<std::int32_t>& members,
+                  const PatternTree& tree, std::int32_t index, const Scope& scope) {
+    if (!tree.error.empty()) fail(s.pos, tree.error);
+    spend(tree.edges.size(), s.pos);
+    for (const TreeEdge& e : tree.edges)
+      send(members[static_cast<std::size_t>(e.from)], members[static_cast<std::size_t>(e.to)],
+           index, e.round, -1, scope, s.pos);
+  }
+
+  std::vector<std::int32_t> scatter(const dsl::Statement& s,
+                                    const std::vector<std::int32_t>& members, std::int32_t root_pos,
+                                    std::int32_t index, const Scope& scope) {
+    const auto m = static_cast<std::int32_t>(members.size());
+    if (m == 1) return {index};
+    const auto subs = split_piece(
+        index,
+        std::vector<support::Rational>(static_cast<std::size_t>(m - 1), support::Rational(1)),
+        s.pos);
+    for (std::int32_t k = 1; k < m; ++k) {
+      const std::int32_t member = members[static_cast<std::size_t>((root_pos + k) % m)];
+      const std::int32_t sub = subs[static_cast<std::size_t>(k - 1)];
+      send(members[static_cast<std::size_t>(root_pos)], member, sub, 0, -1, scope, s.pos);
+      auto& carriers = pieces_[static_cast<std::size_t>(sub)].carriers;
+      std::erase_if(carriers, [&](std::int32_t c) {
+        return std::find(members.begin(), members.end(), c) != members.end();
+      });
+      carriers.insert(std::upper_bound(carriers.begin(), carriers.end(), member), member);
+    }
+    return subs;
+  }
+
+  // A spanning tree over the group from a breadth-first search of the topology from the root's
+  // GPU (lowest link id first, or highest with `reverse`), skipping avoided links; members are
+  // joined to their nearest member ancestor, along the search tree's path.
+  void move_along_bfs(const dsl::Statement& s, const std::vector<std::int32_t>& members,
+                      std::int32_t root_pos, std::int32_t index, const Scope& scope) {
+    std::vector<char> is_member(static_cast<std::size_t>(n_), 0);
+    for (std::int32_t r : members) is_member[static_cast<std::size_t>(r)] = 1;
+    const topology::NodeId start = topo_.gpu_of_rank(members[static_cast<std::size_t>(root_pos)]);
+    std::vector<std::int64_t> parent(topo_.node_count(), -1);
+    std::vector<std::int32_t> depth(topo_.node_count(), 0);
+    std::vector<topology::NodeId> order{start};
+    parent[start] = start;
+    for (std::size_t head = 0; head < order.size(); ++head) {
+      const topology::NodeId v = order[head];
+      auto links = topo_.out_links(v);
+      if (s.reverse) std::reverse(links.begin(), links.end());  // a different tree, same rules
+      for (topology::LinkId l : links) {
+        const topology::NodeId w = topo_.link(l).dst;
+        if (parent[w] >= 0 || scope.avoided.contains(l)) continue;
+        parent[w] = v;
+        order.push_back(w);
+      }
+    }
+    spend(order.size(), s.pos);
+    for (topology::NodeId v : order) {
+      const topology::Node& n = topo_.node(v);
+      if (v == start || n.kind != topology::NodeKind::gpu ||
+          !is_member[static_cast<std::size_t>(n.rank)])
+        continue;
+      std::vector<topology::NodeId> path{v};
+      topology::NodeId up = static_cast<topology::NodeId>(parent[v]);
+      while (!(topo_.node(up).kind == topology::NodeKind::gpu &&
+               is_member[static_cast<std::size_t>(topo_.node(up).rank)])) {
+        path.push_back(up);
+        up = static_cast<topology::NodeId>(parent[up]);
+      }
+      path.push_back(up);
+      std::reverse(path.begin(), path.end());
+      depth[v] = depth[up] + 1;
+      send(topo_.node(up).rank, n.rank, index, depth[v] - 1, intern_path(std::move(path)), scope,
+           s.pos);
+    }
+    for (std::int32_t r : members)
+      if (parent[topo_.gpu_of_rank(r)] < 0)
+        fail(s.pos, "bfs: rank " + std::to_string(r) + " cannot be reached from rank " +
+                        std::to_string(members[static_cast<std::size_t>(root_pos)]) +
+                        " without the avoided links");
+  }
+
+  void send(std::int32_t from, std::int32_t to, std::int32_t index, std::int32_t round,
+            std::int32_t route, const Scope& scope, dsl::SourcePos pos) {
+    Piece& piece = pieces_[static_cast<std::size_t>(index)];
+    auto& holder = piece.holder;
+    if (holder[static_cast<std::size_t>(to)] != kNotHeld) return;
+    if (plan_.transfers.size() >= limits_.max_transfers)
+      fail(pos,
+           "the program makes more than " + std::to_string(limits_.max_transfers) + " transfers");
+    spend(1, pos);
+    Transfer t;
+    t.src = from;
+    t.dst = to;
+    t.data = piece.data;
+    if (const std::int32_t dep = holder[static_cast<std::size_t>(from)]; dep >= 0) t.deps = {dep};
+    t.stage = stage_;
+    t.round = round;
+    t.piece = index;
+    t.explicit_route = route >= 0 ? route : explicit_route_for(from, to, scope);
+    t.avoid_set = scope.avoid_set;
+    holder[static_cast<std::size_t>(to)] = static_cast<std::int32_t>(plan_.transfers.size());
+    plan_.transfers.push_back(std::move(t));
+  }
+
+  std::int32_t explicit_route_for(std::int32_t from, std::int32_t to, const Scope& scope) const {
+    for (auto it = scope.routes.rbegin(); it != scope.routes.rend(); ++it)
+      if (it->from == from && it->to == to) return it->path;
+    return -1;
+  }
+
+  // After a step, every member holds the piece and passes it on in the next step.
+  void carry_to_group(std::int32_t index, const std::vector<std::int32_t>& members) {
+    auto& carriers = pieces_[static_cast<std::size_t>(index)].carriers;
+    std::set<std::int32_t> merged(carriers.begin(), carriers.end());
+    merged.insert(members.begin(), members.end());
+    carriers.assign(merged.begin(), merged.end());
+  }
+
+  // --- expressions ---------------------------------------------------------------------------
+  std::int32_t rank_of(const dsl::Expr& e, const Scope& scope) {
+    return static_cast<std::int32_t>(integer(e, scope, -1, 0, n_ - 1, "a rank"));
+  }
+
+  std::int64_t integer(const dsl::Expr& e, const Scope& scope, std::int32_t current,
+                       std::int64_t lo, std::int64_t hi, const std::string& what) {
+    const support::Rational v = number(e, scope, current);
+    if (!v.is_integer() || v.num() < lo || v.num() > hi)
+      fail(e.pos, what + " must be an integer from " + std::to_string(lo) + " to " +
+                      std::to_string(hi) + ", not " + v.to_string());
+    return v.num();
+  }
+
+  support::Rational number(const dsl::Expr& e, const Scope& scope, std::int32_t current) {
+    const Value v = eval(e, scope, current);
+    if (v.size() != 1) fail(e.pos, "a tuple (a, b) is only allowed after 'by'");
+    return v.front();
+  }
+
+  Value eval(const dsl::Expr& e, const Scope& scope, std::int32_t current) {
+    spend(1, e.pos);
+    switch (e.kind) {
+      case dsl::Expr::Kind::number:
+        return {e.number};
+      case dsl::Expr::Kind::name:
+        return {name_value(e, scope, current)};
+      case dsl::Expr::Kind::node: {
+        const topology::Node& n = topo_.node(node(e.text, e.pos));
+        if (n.kind != topology::NodeKind::gpu)
+          fail(e.pos, "@" + e.text + " is a " + std::string(to_string(n.kind)) +
+                          ", not a gpu: only gpus have ranks");
+        return {support::Rational(n.rank)};
+      }
+      case dsl::Expr::Kind::tuple: {
+        Value out;
+        for (const dsl::Expr& item : e.args) out.push_back(number(item, scope, current));
+        return out;
+      }
+      case dsl::Expr::Kind::range:
+        fail(e.pos, "a range a..b is only allowed in a list of ranks");
+      case dsl::Expr::Kind::unary: {
+        const support::Rational a = number(e.args[0], scope, current);
+        if (e.text == "-") return {checked(sub(support::Rational(0), a), e.pos)};
+        return {support::Rational(a == support::Rational(0) ? 1 : 0)};
+      }
+      case dsl::Expr::Kind::ternary:
+        return eval(
+            number(e.args[0], scope, current) != support::Rational(0) ? e.args[1] : e.args[2],
+            scope, current);
+      case dsl::Expr::Kind::binary:
+        return {binary(e, scope, current)};
+    }
+    fail(e.pos, "internal: unknown expression");
+  }
+
+  support::Rational binary(const dsl::Expr& e, const Scope& scope, std::int32_t current) {
+    const support::Rational a = number(e.args[0], scope, current);
+    const std::string& op = e.text;
+    if (op == "&&" && a == support::Rational(0)) return support::Rational(0);
+    if (op == "||" && a != support::Rational(0)) return support::Rational(1);
+    const support::Rational b = number(e.args[1], scope, current);
+    auto truth = [](bool x) { return support::Rational(x ? 1 : 0); };
+    if (op == "&&" || op == "||") return truth(b != support::Rational(0));
+    if (op == "==") return truth(a == b);
+    if (op == "!=") return truth(a != b);
+    if (op == "<") return truth(a < b);
+    if (op == "<=") return truth(a <= b);
+    if (op == ">") return truth(a > b);
+    if (op == ">=") return truth(a >= b);
+    if (op == "+") return checked(add(a, b), e.pos);
+    if (op == "-") return checked(sub(a, b), e.pos);
+    if (op == "*") return checked(mul(a, b), e.pos);
+    if (b == support::Rational(0)) fail(e.pos, "division by zero");
+    if (op == "/") return checked(div(a, b), e.pos);
+    if (!a.is_integer() || !b.is_integer()) fail(e.pos, "'%' needs integers");
+    const std::int64_t mod = a.num() % b.num();
+    return support::Rational(mod != 0 && ((mod < 0) != (b.num() < 0)) ? mod + b.num() : mod);
+  }
+
+  support::Rational name_value(const dsl::Expr& e, const Scope& scope, std::int32_t current) {
+    if (auto it = scope.vars.find(e.text); it != scope.vars.end()) return it->second;
+    if (e.text == "nranks") return support::Rational(n_);
+    if (e.text == "nhosts") return support::Rational(nhosts_);
+    if (e.text == "nlocal") return support::Rational(nlocal_);
+    if (e.text == "rank" || e.text == "host" || e.text == "local") {
+      if (current < 0)
+        fail(e.pos, "'" + e.text +
+                        "' has no value here: it is the member's in 'by' and 'where', and the "
+                        "data's source rank's in 'weight'");
+      const topology::Node& n = topo_.node(topo_.gpu_of_rank(current));
+      return support::Rational(e.text == "rank" ? n.rank : (e.text == "host" ? n.host : n.local));
+    }
+    fail(e.pos, "unknown name '" + e.text +
+                    "' (names: rank, host, local, nranks, nhosts, nlocal, and those bound by let "
+                    "or split ... as)");
+  }
+
+  const topology::Topology& topo_;
+  const std::string& source_;
+  const std::string& text_;
+  EvalLimits limits_;
+  std::int32_t n_ = 0, nhosts_ = 0, nlocal_ = 0, stage_ = -1;
+  std::size_t work_ = 0;
+  std::map<std::string, topology::NodeId> node_by_id_;
+  std::map<std::vector<topology::NodeId>, std::int32_t> path_index_;
+  std::map<std::vector<topology::LinkId>, std::int32_t> avoid_index_;
+  std::vector<Piece> pieces_;
+  Plan plan_;
+};
+
+}  // namespace
+
+Plan evaluate(const dsl::Program& program, const topology::Topology& topology,
+              const std::string& source, const std::string& text, const EvalLimits& limits) {
+  return Evaluator(topology, source, text, limits).run(program);
+}
+
+}  // namespace optiflow::compiler

@@ -1,0 +1,57 @@
+// The compiler's passes over the Plan (docs/compiler.md). Each does one thing; the driver in
+// compiler.cpp runs them in order and checks the plan between them.
+#pragma once
+
+#include <string>
+
+#include "optiflow/compiler/plan.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/support/collective.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::compiler::passes {
+
+/// Cuts every transfer into plan.pipeline equal slices; slice k waits only for the slices of
+/// its dependencies that carry overlapping data.
+void pipeline(Plan& plan);
+
+/// The Reduce-Scatter that mirrors an All-Gather plan in time: each transfer reversed, the
+/// receiver reducing, and each sender waiting for everything its All-Gather children sent on.
+Plan mirror_reduce_scatter(const Plan& all_gather);
+
+/// Reduce-Scatter (mirrored) then the All-Gather; each All-Gather root waits for its data's
+/// reduction to finish.
+Plan all_reduce(const Plan& all_gather);
+
+/// Fixes the chunk count (the least common multiple of every fraction's denominator and the
+/// rank count) and sets first_chunk/chunk_count. Throws InputError naming `source` when more
+/// than `max_chunks` would be needed.
+void assign_chunks(Plan& plan, std::int64_t max_chunks, const std::string& source);
+
+/// Merges transfers of contiguous chunks that one step sends in the same round between the
+/// same ranks (e.g. recursive doubling's "everything gathered so far") into one message.
+void coalesce(Plan& plan);
+
+/// Explicit routes become link lists; the rest take the cheapest path, each link costing its
+/// alpha plus the time to move 1 MiB over it (so faster link classes win), avoiding links the
+/// program avoids. Throws InputError when no path exists.
+void route(Plan& plan, const topology::Topology& topology, const std::string& source);
+
+/// Earliest-start list scheduling with the simulator's alpha-beta costs at
+/// `reference_size_bytes`: ready transfers in order of (ready time, stage, round, index) start
+/// at max(ready, every route link free), keep each link busy for bytes / its bandwidth, and
+/// finish after the route's alphas + bytes / bottleneck bandwidth. Sets start/finish.
+void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes);
+
+/// Spreads pieces and their pipeline slices over plan.channels channels, round-robin.
+void assign_channels(Plan& plan);
+
+/// The schedule IR: per rank, a thread block per (send peer, channel) and per (receive peer,
+/// channel), steps in estimated start order, dependencies on the receives that bring data.
+schedule::Schedule emit(const Plan& plan, support::Collective collective, const std::string& name,
+                        const std::string& topology_name);
+
+/// Structural checks between passes; returns the first problem or "".
+std::string check_plan(const Plan& plan, const topology::Topology* topology);
+
+}  // namespace optiflow::compiler::passes

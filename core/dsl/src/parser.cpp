@@ -1,0 +1,447 @@
+// Recursive-descent parser for the DSL; the grammar is the EBNF in docs/dsl.md.
+#include "optiflow/dsl/parser.hpp"
+
+#include <array>
+#include <utility>
+
+#include "lexer.hpp"
+
+namespace optiflow::dsl {
+namespace {
+
+constexpr std::array<std::pair<Pattern, std::string_view>, 11> kPatternNames{{
+    {Pattern::ring, "ring"},
+    {Pattern::direct, "direct"},
+    {Pattern::binomial, "binomial"},
+    {Pattern::binary, "binary"},
+    {Pattern::kary, "kary"},
+    {Pattern::chain, "chain"},
+    {Pattern::dbtree, "dbtree"},
+    {Pattern::rd, "rd"},
+    {Pattern::bruck, "bruck"},
+    {Pattern::scatter, "scatter"},
+    {Pattern::bfs, "bfs"},
+}};
+
+constexpr std::array<std::string_view, 17> kKeywords{
+    "let",  "split", "as",    "weight",  "route", "via",   "avoid", "pipeline", "channels",
+    "over", "by",    "where", "reverse", "all",   "hosts", "rails", "under"};
+
+bool is_keyword(std::string_view word) {
+  for (auto k : kKeywords)
+    if (k == word) return true;
+  return pattern_from_string(word).has_value();
+}
+
+std::string pattern_list() {
+  std::string names;
+  for (const auto& [p, name] : kPatternNames)
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  return names;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& source)
+      : text_(text), source_(source), tokens_(tokenize(text)) {}
+
+  Program run() {
+    if (tokens_.back().kind == Tok::end && !tokens_.back().text.empty())
+      fail_at(tokens_.back().pos, tokens_.back().text);
+    Program program;
+    program.body = statements(/*in_block=*/false);
+    return program;
+  }
+
+ private:
+  // --- token helpers -------------------------------------------------------------------------
+  const Token& peek(std::size_t ahead = 0) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
+  bool at_punct(std::string_view p) const { return peek().kind == Tok::punct && peek().text == p; }
+  bool at_word(std::string_view w) const { return peek().kind == Tok::ident && peek().text == w; }
+  const Token& take() { return tokens_[std::min(pos_++, tokens_.size() - 1)]; }
+  bool accept_punct(std::string_view p) {
+    if (!at_punct(p)) return false;
+    ++pos_;
+    return true;
+  }
+  bool accept_word(std::string_view w) {
+    if (!at_word(w)) return false;
+    ++pos_;
+    return true;
+  }
+  void skip_separators() {
+    while (peek().kind == Tok::semi) ++pos_;
+  }
+
+  std::string describe(const Token& t) const {
+    switch (t.kind) {
+      case Tok::end:
+        return "the end of the program";
+      case Tok::semi:
+        return "the end of the statement";
+      case Tok::node:
+        return "'@" + t.text + "'";
+      default:
+        return "'" + t.text + "'";
+    }
+  }
+
+  [[noreturn]] void fail_at(SourcePos pos, const std::string& message) const {
+    throw DslError(support::SourceLocation{source_, pos.line, pos.column, {}}, message,
+                   source_line(text_, pos.line));
+  }
+  [[noreturn]] void fail(const std::string& message) const { fail_at(peek().pos, message); }
+
+  void expect_punct(std::string_view p, const std::string& context) {
+    if (!accept_punct(p))
+      fail("expected '" + std::string(p) + "' " + context + ", found " + describe(peek()));
+  }
+  void expect_word(std::string_view w, const std::string& context) {
+    if (!accept_word(w))
+      fail("expected '" + std::string(w) + "' " + context + ", found " + describe(peek()));
+  }
+  std::string expect_node(const std::string& context) {
+    if (peek().kind != Tok::node)
+      fail("expected a node such as @h0.gpu3 " + context + ", found " + describe(peek()));
+    return take().text;
+  }
+
+  // --- statements ----------------------------------------------------------------------------
+  Block statements(bool in_block) {
+    if (++block_depth_ > kMaxNesting)
+      fail("blocks are nested more than " + std::to_string(kMaxNesting) + " deep");
+    Block block;
+    skip_separators();
+    while (!(in_block && at_punct("}")) && peek().kind != Tok::end) {
+      block.push_back(statement());
+      if (peek().kind != Tok::semi && !(in_block && at_punct("}")))
+        fail("expected the end of the statement (a new line or ';'), found " + describe(peek()));
+      skip_separators();
+    }
+    --block_depth_;
+    return block;
+  }
+
+  Block block(const std::string& context) {
+    expect_punct("{", context);
+    Block body = statements(true);
+    expect_punct("}", "to close the block opened " + context);
+    return body;
+  }
+
+  Statement statement() {
+    Statement s;
+    s.pos = peek().pos;
+    if (peek().kind != Tok::ident)
+      fail(
+          "expected a statement (a pattern such as 'ring over all', or let, split, route, avoid, "
+          "pipeline, channels), found " +
+          describe(peek()));
+    const std::string word = peek().text;
+    if (word == "let") return let_statement(s);
+    if (word == "pipeline" || word == "channels") {
+      take();
+      s.kind = word == "pipeline" ? Statement::Kind::pipeline : Statement::Kind::channels;
+      s.value = expr();
+      return s;
+    }
+    if (word == "split") return split_statement(s);
+    if (word == "route") return route_statement(s);
+    if (word == "avoid") return avoid_statement(s);
+    return step_statement(s);
+  }
+
+  Statement let_statement(Statement s) {
+    take();
+    s.kind = Statement::Kind::let;
+    if (peek().kind != Tok::ident || is_keyword(peek().text))
+      fail("expected a name after 'let', found " + describe(peek()));
+    s.var = take().text;
+    expect_punct("=", "after 'let " + s.var + "'");
+    s.value = expr();
+    return s;
+  }
+
+  Statement split_statement(Statement s) {
+    take();
+    if (at_punct("{")) {
+      s.kind = Statement::Kind::split_weighted;
+      take();
+      skip_separators();
+      while (accept_word("weight")) {
+        Branch branch;
+        branch.weight = expr();
+        branch.body = block("after 'weight'");
+        s.branches.push_back(std::move(branch));
+        skip_separators();
+      }
+      if (s.branches.empty())
+        fail("expected 'weight W { ... }' branches inside 'split { }', found " + describe(peek()));
+      expect_punct("}", "after the last 'weight' branch (each branch is 'weight W { ... }')");
+      return s;
+    }
+    s.kind = Statement::Kind::split_even;
+    s.value = expr();
+    expect_word("as", "in 'split N as NAME { ... }'");
+    if (peek().kind != Tok::ident || is_keyword(peek().text))
+      fail("expected a name after 'as', found " + describe(peek()));
+    s.var = take().text;
+    s.body = block("after 'split ... as " + s.var + "'");
+    return s;
+  }
+
+  Statement route_statement(Statement s) {
+    take();
+    s.kind = Statement::Kind::route;
+    s.from = expr();
+    expect_punct("->", "in 'route FROM -> TO via @node ...'");
+    s.to = expr();
+    expect_word("via", "in 'route FROM -> TO via @node ...'");
+    s.via.push_back(expect_node("after 'via'"));
+    while (accept_punct(",") || peek().kind == Tok::node)
+      s.via.push_back(expect_node("in the 'via' list"));
+    return s;
+  }
+
+  Statement avoid_statement(Statement s) {
+    take();
+    s.kind = Statement::Kind::avoid;
+    do {
+      LinkRef link;
+      link.from = expect_node("in 'avoid @a -> @b'");
+      if (accept_punct("<->"))
+        link.both = true;
+      else
+        expect_punct("->", "in 'avoid @a -> @b' (or '<->' for both directions)");
+      link.to = expect_node("in 'avoid @a -> @b'");
+      s.links.push_back(std::move(link));
+    } while (accept_punct(","));
+    return s;
+  }
+
+  Statement step_statement(Statement s) {
+    const Token& word = take();
+    const auto pattern = pattern_from_string(word.text);
+    if (!pattern)
+      fail_at(word.pos,
+              "unknown statement or pattern '" + word.text + "'; patterns are: " + pattern_list());
+    s.kind = Statement::Kind::step;
+    s.pattern = *pattern;
+    if (s.pattern == Pattern::kary) {
+      if (peek().kind != Tok::number)
+        fail("expected the tree's arity after 'kary' (e.g. 'kary 4 over all')");
+      const Token& arity = take();
+      const auto k = support::Rational::from_decimal(arity.text);
+      if (!k || !k->is_integer() || k->num() < 2 || k->num() > 64)
+        fail_at(arity.pos, "kary's arity must be an integer from 2 to 64");
+      s.arity = static_cast<int>(k->num());
+    }
+    expect_word("over",
+                "after the pattern '" + word.text + "' (e.g. '" + word.text + " over all')");
+    s.groups = groups();
+    while (true) {
+      if (accept_word("by")) {
+        if (s.groups.by) fail("'by' given twice");
+        s.groups.by = expr();
+      } else if (accept_word("where")) {
+        if (s.groups.where) fail("'where' given twice");
+        s.groups.where = expr();
+      } else if (accept_word("reverse")) {
+        s.reverse = true;
+      } else {
+        break;
+      }
+    }
+    return s;
+  }
+
+  GroupSpec groups() {
+    GroupSpec g;
+    if (accept_word("all")) return g;
+    if (accept_word("hosts")) {
+      g.kind = GroupSpec::Kind::hosts;
+      return g;
+    }
+    if (accept_word("rails")) {
+      g.kind = GroupSpec::Kind::rails;
+      return g;
+    }
+    if (accept_word("under")) {
+      g.kind = GroupSpec::Kind::under;
+      g.node = expect_node("after 'under'");
+      return g;
+    }
+    if (!at_punct("["))
+      fail(
+          "expected groups after 'over': all, hosts, rails, under @switch, [ranks] or [[ranks], "
+          "[ranks]]; found " +
+          describe(peek()));
+    g.kind = GroupSpec::Kind::lists;
+    take();
+    if (at_punct("[")) {
+      do {
+        expect_punct("[", "to start a group in [[...], [...]]");
+        g.lists.push_back(list_items());
+        expect_punct("]", "to close a group");
+      } while (accept_punct(","));
+    } else {
+      g.lists.push_back(list_items());
+    }
+    expect_punct("]", "to close the list of ranks");
+    return g;
+  }
+
+  std::vector<Expr> list_items() {
+    std::vector<Expr> items;
+    do {
+      Expr item = expr();
+      if (accept_punct("..")) {
+        const SourcePos pos = item.pos;
+        Expr last = expr();
+        item = Expr{Expr::Kind::range, {}, "..", {std::move(item), std::move(last)}, pos};
+      }
+      items.push_back(std::move(item));
+    } while (accept_punct(","));
+    return items;
+  }
+
+  // --- expressions ---------------------------------------------------------------------------
+  Expr expr() {
+    if (++nesting_ > kMaxNesting)
+      fail("the expression is nested more than " + std::to_string(kMaxNesting) + " deep");
+    Expr e = ternary();
+    --nesting_;
+    return e;
+  }
+
+  Expr ternary() {
+    Expr cond = binary(0);
+    if (!at_punct("?")) return cond;
+    take();
+    const SourcePos pos = cond.pos;
+    Expr yes = expr();
+    expect_punct(":", "in 'condition ? a : b'");
+    Expr no = expr();
+    return Expr{
+        Expr::Kind::ternary, {}, "?", {std::move(cond), std::move(yes), std::move(no)}, pos};
+  }
+
+  // Binary operators by precedence level, loosest first.
+  static constexpr std::array<std::array<std::string_view, 6>, 5> kLevels{
+      {{"||"}, {"&&"}, {"==", "!=", "<", "<=", ">", ">="}, {"+", "-"}, {"*", "/", "%"}}};
+
+  std::string_view operator_at(std::size_t level) const {
+    if (peek().kind != Tok::punct) return {};
+    for (std::string_view op : kLevels[level])
+      if (!op.empty() && op == peek().text) return op;
+    return {};
+  }
+
+  Expr binary(std::size_t level) {
+    if (level == kLevels.size()) return unary();
+    Expr left = binary(level + 1);
+    while (true) {
+      const std::string_view op = operator_at(level);
+      if (op.empty()) return left;
+      take();
+      const SourcePos pos = left.pos;  // diagnostics about the whole expression point at its start
+      Expr right = binary(level + 1);
+      left =
+          Expr{Expr::Kind::binary, {}, std::string(op), {std::move(left), std::move(right)}, pos};
+      if (level == 2) return left;  // comparisons do not chain: a < b < c is an error below
+    }
+  }
+
+  Expr unary() {
+    if (at_punct("-") || at_punct("!")) {
+      const Token& op = take();
+      if (++nesting_ > kMaxNesting) fail("the expression is nested too deep");
+      Expr operand = unary();
+      --nesting_;
+      return Expr{Expr::Kind::unary, {}, op.text, {std::move(operand)}, op.pos};
+    }
+    return primary();
+  }
+
+  Expr primary() {
+    const Token& t = peek();
+    if (t.kind == Tok::number) {
+      take();
+      const auto value = support::Rational::from_decimal(t.text);
+      if (!value) fail_at(t.pos, "the number '" + t.text + "' has too many digits");
+      return Expr{Expr::Kind::number, *value, {}, {}, t.pos};
+    }
+    if (t.kind == Tok::node) {
+      take();
+      return Expr{Expr::Kind::node, {}, t.text, {}, t.pos};
+    }
+    if (t.kind == Tok::ident) {
+      if (is_keyword(t.text)) fail_at(t.pos, "'" + t.text + "' is a keyword, not a value");
+      take();
+      return Expr{Expr::Kind::name, {}, t.text, {}, t.pos};
+    }
+    if (at_punct("(")) {
+      const SourcePos pos = take().pos;
+      std::vector<Expr> items{expr()};
+      while (accept_punct(",")) items.push_back(expr());
+      expect_punct(")", "to close '('");
+      if (items.size() == 1) return std::move(items.front());
+      return Expr{Expr::Kind::tuple, {}, "()", std::move(items), pos};
+    }
+    fail("expected a value (a number, a name such as local, or @node), found " + describe(t));
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::vector<Token> tokens_;
+  std::size_t pos_ = 0;
+  int block_depth_ = 0;  // blocks and expressions nest independently, each up to kMaxNesting
+  int nesting_ = 0;      // expressions
+};
+
+}  // namespace
+
+std::string_view to_string(Pattern pattern) {
+  for (const auto& [p, name] : kPatternNames)
+    if (p == pattern) return name;
+  return "?";
+}
+
+std::optional<Pattern> pattern_from_string(std::string_view name) {
+  for (const auto& [p, text] : kPatternNames)
+    if (text == name) return p;
+  return std::nullopt;
+}
+
+std::string source_line(std::string_view text, int line) {
+  std::size_t start = 0;
+  for (int l = 1; l < line; ++l) {
+    const auto next = text.find('\n', start);
+    if (next == std::string_view::npos) return {};
+    start = next + 1;
+  }
+  const auto end = text.find('\n', start);
+  return std::string(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
+}
+
+std::string DslError::render() const {
+  std::string out = what();
+  if (source_line_.empty() || where().column <= 0) return out;
+  out += "\n  " + source_line_ + "\n  ";
+  for (int c = 1; c < where().column; ++c)
+    out += static_cast<std::size_t>(c - 1) < source_line_.size() && source_line_[c - 1] == '\t'
+               ? '\t'
+               : ' ';
+  return out + "^";
+}
+
+Program parse_program(std::string_view text, const std::string& source) {
+  if (text.size() > kMaxProgramBytes)
+    throw DslError(support::SourceLocation{source, 0, 0, {}},
+                   "the program is larger than " + std::to_string(kMaxProgramBytes) + " bytes", "");
+  return Parser(text, source).run();
+}
+
+}  // namespace optiflow::dsl

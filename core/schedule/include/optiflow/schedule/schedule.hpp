@@ -1,0 +1,113 @@
+// The schedule IR: the one contract between the compiler, the baselines, the importers, the
+// simulator, the hardware runner and the exporters.
+//
+// A schedule is independent of the buffer size: every buffer is cut into a whole number of
+// chunks, offsets and counts are in chunks, and a chunk is `1 / chunks` of the collective's
+// size S (nccl-tests convention: the All-Gather output, the Reduce-Scatter input, the
+// All-Reduce buffer), exactly as MSCCL's nchunksperloop. Per rank, per thread block (a
+// channel's worker with at most one send peer and one receive peer), an ordered list of steps
+// with explicit dependencies; sends and receives between two ranks on one channel are matched
+// in order (a FIFO connection per sender, receiver and channel), as in MSCCL.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "optiflow/support/collective.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::schedule {
+
+/// MSCCL's buffers: i (input), o (output), s (scratch).
+enum class BufferKind : std::uint8_t { input, output, scratch };
+
+/// MSCCL's step types: s, r, rcs, rrc, rrs, rrcs, cpy, re, nop.
+enum class StepKind : std::uint8_t {
+  send,                   ///< s: send src to the thread block's send peer
+  recv,                   ///< r: receive from the recv peer into dst
+  recv_copy_send,         ///< rcs: receive into dst and forward it to the send peer
+  recv_reduce_copy,       ///< rrc: dst = src + received
+  recv_reduce_send,       ///< rrs: send (src + received) on, without storing it
+  recv_reduce_copy_send,  ///< rrcs: dst = src + received, and forward dst
+  copy,                   ///< cpy: local copy src -> dst
+  reduce,                 ///< re: dst = dst + src (local)
+  nop,                    ///< nop: only waits for its dependencies
+};
+
+/// "s", "r", "rcs", ... as in MSCCL XML; "i", "o", "s" for buffers.
+std::string_view to_string(StepKind kind);
+std::optional<StepKind> step_kind_from_string(std::string_view name);
+std::string_view to_string(BufferKind kind);
+std::optional<BufferKind> buffer_kind_from_string(std::string_view name);
+
+/// Whether a step of this kind sends to / receives from a peer.
+bool step_sends(StepKind kind);
+bool step_receives(StepKind kind);
+/// Whether it adds received or local data into its destination (rrc, rrs, rrcs, re).
+bool step_reduces(StepKind kind);
+
+/// A step of another thread block of the same rank.
+struct StepRef {
+  std::int32_t tb = -1;
+  std::int32_t step = -1;
+  bool operator==(const StepRef&) const = default;
+  auto operator<=>(const StepRef&) const = default;
+};
+
+struct Step {
+  StepKind kind = StepKind::nop;
+  BufferKind src_buf = BufferKind::output;
+  std::int32_t src_off = 0;  ///< in chunks
+  BufferKind dst_buf = BufferKind::output;
+  std::int32_t dst_off = 0;  ///< in chunks
+  std::int32_t count = 0;    ///< in chunks
+  /// Steps of this rank that must complete first (besides the previous step of this block).
+  std::vector<StepRef> deps;
+  /// For steps that send: the links the data crosses, from this rank's GPU to the peer's.
+  /// Empty = unspecified (the simulator routes it). Only meaningful with the topology the
+  /// schedule was compiled for.
+  std::vector<topology::LinkId> route;
+
+  bool operator==(const Step&) const = default;
+};
+
+struct ThreadBlock {
+  std::int32_t send_peer = -1;  ///< rank this block sends to, -1 if none
+  std::int32_t recv_peer = -1;  ///< rank this block receives from, -1 if none
+  std::int32_t channel = 0;
+  std::vector<Step> steps;
+
+  bool operator==(const ThreadBlock&) const = default;
+};
+
+struct RankProgram {
+  std::int32_t input_chunks = 0;    ///< MSCCL i_chunks (0 for in-place All-Gather)
+  std::int32_t output_chunks = 0;   ///< MSCCL o_chunks
+  std::int32_t scratch_chunks = 0;  ///< MSCCL s_chunks
+  std::vector<ThreadBlock> tbs;
+
+  bool operator==(const RankProgram&) const = default;
+};
+
+struct Schedule {
+  std::string name;
+  support::Collective collective = support::Collective::all_gather;
+  std::int32_t ranks = 0;
+  /// Chunks per loop: a chunk is S / chunks bytes. (MSCCL nchunksperloop.)
+  std::int32_t chunks = 0;
+  std::string protocol = "Simple";  ///< MSCCL proto: Simple, LL or LL128
+  /// In-place: rank r's own data starts in its output buffer at its own slice (All-Gather:
+  /// chunks [r*chunks/N, (r+1)*chunks/N)), as MSCCL's inplace="1".
+  bool inplace = true;
+  std::string topology;               ///< name of the topology the routes refer to ("" if none)
+  std::vector<RankProgram> programs;  ///< one per rank
+
+  bool operator==(const Schedule&) const = default;
+
+  std::size_t step_count() const;
+};
+
+}  // namespace optiflow::schedule

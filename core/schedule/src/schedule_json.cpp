@@ -1,0 +1,239 @@
+// The schedule JSON format (docs/formats.md): writer, structural reader, and the file reader that
+// also accepts MSCCL XML.
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/parse_support.hpp"
+#include "optiflow/support/text_file.hpp"
+
+namespace optiflow::schedule {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr std::string_view kFormat = "optiflow-schedule";
+constexpr int kVersion = 1;
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kLinkIdMax = std::numeric_limits<topology::LinkId>::max();
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+ordered_json step_json(const Step& step) {
+  ordered_json out{{"type", std::string(to_string(step.kind))},
+                   {"src", std::string(to_string(step.src_buf))},
+                   {"src_off", step.src_off},
+                   {"dst", std::string(to_string(step.dst_buf))},
+                   {"dst_off", step.dst_off},
+                   {"count", step.count}};
+  if (!step.deps.empty()) {
+    ordered_json deps = ordered_json::array();
+    for (const StepRef& dep : step.deps) deps.push_back(ordered_json::array({dep.tb, dep.step}));
+    out["deps"] = std::move(deps);
+  }
+  if (!step.route.empty()) out["route"] = step.route;
+  return out;
+}
+
+// `{"a":1,"b":2` : an object's members, left open for one more.
+std::string open_object(const ordered_json& members) {
+  std::string text = members.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  text.pop_back();
+  return text;
+}
+
+std::string indent(int depth) {
+  return std::string(static_cast<std::size_t>(2 * depth), ' ');
+}
+
+// Closes a list whose items each began on a new line at `depth` + 1.
+void close_list(std::string& out, bool empty, int depth) {
+  if (!empty) out += "\n" + indent(depth);
+  out += "]";
+}
+
+void write_tb(std::string& out, const ThreadBlock& tb) {
+  out += indent(3) +
+         open_object({{"send", tb.send_peer}, {"recv", tb.recv_peer}, {"channel", tb.channel}}) +
+         ",\"steps\":[";
+  for (std::size_t i = 0; i < tb.steps.size(); ++i)
+    out += (i ? ",\n" : "\n") + indent(4) +
+           step_json(tb.steps[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  close_list(out, tb.steps.empty(), 3);
+  out += "}";
+}
+
+void write_program(std::string& out, const RankProgram& program, std::size_t rank) {
+  out += indent(2) +
+         open_object({{"rank", rank},
+                      {"input_chunks", program.input_chunks},
+                      {"output_chunks", program.output_chunks},
+                      {"scratch_chunks", program.scratch_chunks}}) +
+         ",\"tbs\":[";
+  for (std::size_t i = 0; i < program.tbs.size(); ++i) {
+    out += i ? ",\n" : "\n";
+    write_tb(out, program.tbs[i]);
+  }
+  close_list(out, program.tbs.empty(), 2);
+  out += "}";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+std::string item(const std::string& path, std::size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+template <class Enum>
+Enum enum_field(const support::FieldReader& r, const char* key,
+                std::optional<Enum> (*from_string)(std::string_view), std::string_view names) {
+  const std::string name = r.string(key);
+  const auto value = from_string(name);
+  if (!value) r.fail(r.field(key), "unknown name '" + name + "' (" + std::string(names) + ")");
+  return *value;
+}
+
+std::vector<StepRef> read_deps(const support::FieldReader& r) {
+  std::vector<StepRef> deps;
+  if (!r.has("deps")) return deps;
+  const json& list = r.array("deps");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = item(r.field("deps"), i);
+    if (!list[i].is_array() || list[i].size() != 2) r.fail(at, "must be a pair [tb, step]");
+    deps.push_back(
+        StepRef{static_cast<std::int32_t>(r.integer_value(list[i][0], at, 0, kInt32Max)),
+                static_cast<std::int32_t>(r.integer_value(list[i][1], at, 0, kInt32Max))});
+  }
+  return deps;
+}
+
+std::vector<topology::LinkId> read_route(const support::FieldReader& r) {
+  std::vector<topology::LinkId> route;
+  if (!r.has("route")) return route;
+  const json& list = r.array("route");
+  for (std::size_t i = 0; i < list.size(); ++i)
+    route.push_back(static_cast<topology::LinkId>(
+        r.integer_value(list[i], item(r.field("route"), i), 0, kLinkIdMax)));
+  return route;
+}
+
+Step read_step(const support::FieldReader& r) {
+  static constexpr std::string_view kStepNames = "s|r|rcs|rrc|rrs|rrcs|cpy|re|nop";
+  static constexpr std::string_view kBufferNames = "i|o|s";
+  Step step;
+  step.kind = enum_field(r, "type", step_kind_from_string, kStepNames);
+  step.src_buf = enum_field(r, "src", buffer_kind_from_string, kBufferNames);
+  step.src_off = r.int32("src_off", 0);
+  step.dst_buf = enum_field(r, "dst", buffer_kind_from_string, kBufferNames);
+  step.dst_off = r.int32("dst_off", 0);
+  step.count = r.int32("count", 0);
+  step.deps = read_deps(r);
+  step.route = read_route(r);
+  return step;
+}
+
+ThreadBlock read_tb(const support::FieldReader& r) {
+  ThreadBlock tb;
+  tb.send_peer = r.int32_or("send", -1, -1);
+  tb.recv_peer = r.int32_or("recv", -1, -1);
+  tb.channel = r.int32_or("channel", 0, 0);
+  const json& steps = r.array("steps");
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    tb.steps.push_back(
+        read_step(support::FieldReader(steps[i], item(r.field("steps"), i), r.source())));
+  return tb;
+}
+
+RankProgram read_program(const support::FieldReader& r, std::size_t rank) {
+  if (r.integer("rank", 0, kInt32Max) != static_cast<std::int64_t>(rank))
+    r.fail(r.field("rank"),
+           "must be " + std::to_string(rank) + ": programs are listed in rank order");
+  RankProgram program;
+  program.input_chunks = r.int32("input_chunks", 0);
+  program.output_chunks = r.int32("output_chunks", 0);
+  program.scratch_chunks = r.int32_or("scratch_chunks", 0, 0);
+  const json& tbs = r.array("tbs");
+  for (std::size_t i = 0; i < tbs.size(); ++i)
+    program.tbs.push_back(
+        read_tb(support::FieldReader(tbs[i], item(r.field("tbs"), i), r.source())));
+  return program;
+}
+
+void check_header(const support::FieldReader& top) {
+  if (top.string("format") != kFormat)
+    top.fail("format", "must be \"" + std::string(kFormat) + "\" (is this a schedule file?)");
+  if (top.has("version") && top.integer("version", 0, kInt32Max) != kVersion)
+    top.fail("version", "this OptiFlow reads version " + std::to_string(kVersion));
+}
+
+std::string default_name(const std::string& source) {
+  return std::filesystem::path(source).stem().string();
+}
+
+}  // namespace
+
+std::string write_schedule_json(const Schedule& schedule) {
+  const ordered_json head{
+      {"format", std::string(kFormat)}, {"version", kVersion},
+      {"name", schedule.name},          {"collective", std::string(to_string(schedule.collective))},
+      {"ranks", schedule.ranks},        {"chunks", schedule.chunks},
+      {"protocol", schedule.protocol},  {"inplace", schedule.inplace},
+      {"topology", schedule.topology}};
+  // Indented down to the thread blocks, one line per step: schedules run to thousands of steps,
+  // and a step per line keeps them readable and diffable.
+  std::string out = "{\n";
+  for (const auto& [key, value] : head.items())
+    out += indent(1) + json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           ": " + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n";
+  out += indent(1) + "\"programs\": [";
+  for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank) {
+    out += rank ? ",\n" : "\n";
+    write_program(out, schedule.programs[rank], rank);
+  }
+  close_list(out, schedule.programs.empty(), 1);
+  out += "\n}\n";
+  return out;
+}
+
+Schedule parse_schedule_json(std::string_view text, const std::string& source) {
+  const json doc = support::parse_json_text(text, source);
+  const support::FieldReader top(doc, "", source);
+  check_header(top);
+  Schedule schedule;
+  schedule.name = top.string_or("name", default_name(source));
+  schedule.collective = enum_field(top, "collective", support::collective_from_string,
+                                   "allgather|reducescatter|allreduce|broadcast|reduce|alltoall");
+  schedule.ranks = top.int32("ranks", 1);
+  schedule.chunks = top.int32("chunks", 1);
+  schedule.protocol = top.string_or("protocol", schedule.protocol);
+  if (!is_msccl_protocol(schedule.protocol))
+    top.fail("protocol", "unknown protocol '" + schedule.protocol + "' (Simple|LL|LL128)");
+  schedule.inplace = top.boolean("inplace");
+  schedule.topology = top.string_or("topology", "");
+  const json& programs = top.array("programs");
+  if (programs.size() != static_cast<std::size_t>(schedule.ranks))
+    top.fail("programs", "has " + std::to_string(programs.size()) + " entries for " +
+                             std::to_string(schedule.ranks) + " ranks (one program per rank)");
+  for (std::size_t rank = 0; rank < programs.size(); ++rank)
+    schedule.programs.push_back(
+        read_program(support::FieldReader(programs[rank], item("programs", rank), source), rank));
+  return schedule;
+}
+
+Schedule read_schedule_file(const std::string& path) {
+  const std::string text = support::read_text_file(path);
+  std::string_view rest = text;
+  if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);  // a UTF-8 byte order mark
+  const auto first = rest.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && rest[first] == '<') return parse_msccl_xml(text, path);
+  return parse_schedule_json(text, path);
+}
+
+}  // namespace optiflow::schedule

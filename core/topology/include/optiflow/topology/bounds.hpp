@@ -1,0 +1,76 @@
+// Lower bounds on collective time: a max-flow bandwidth bound and a latency bound.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "optiflow/support/collective.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::topology {
+
+/// The bottleneck cut of one All-Gather-shaped phase: the node set X (leaving at least one GPU
+/// outside) that maximises |GPUs in X| / (bandwidth of links leaving X). Every byte of the
+/// |GPUs in X| * S/N bytes that start in X must cross those links.
+struct BottleneckCut {
+  std::vector<NodeId> inside;  ///< X, sorted by node id
+  int gpus_inside = 0;         ///< |GPUs in X|
+  double out_bw_GBps = 0;      ///< total bandwidth of the links leaving X
+  double min_alpha_us = 0;     ///< smallest latency among those links
+};
+
+/// One phase's bound as a function of the buffer size S (bytes).
+struct PhaseBound {
+  BottleneckCut cut;
+  int ranks = 0;
+  double latency_us = 0;  ///< max over GPU pairs of the lowest-latency path between them
+
+  /// Bandwidth term: (S/N) * gpus_inside / out_bw.
+  double bandwidth_us(std::uint64_t size_bytes) const;
+  /// max(latency_us, min_alpha_us + bandwidth_us(S)): both are lower bounds.
+  double time_us(std::uint64_t size_bytes) const;
+};
+
+/// The bound at one buffer size, with the algbw/busbw it caps (nccl-tests conventions).
+struct BoundAtSize {
+  std::uint64_t size_bytes = 0;
+  double time_us = 0;
+  double bandwidth_us = 0;  ///< the bandwidth terms alone
+  double latency_us = 0;    ///< the latency terms alone
+  double algbw_GBps = 0;
+  double busbw_GBps = 0;
+};
+
+/// A lower bound for one topology and collective, computed once and evaluated at any size.
+/// All-Gather: the cut bound above (exact, via max-flow, not by enumerating sets).
+/// Reduce-Scatter: the All-Gather bound of the reversed topology (its time-reversed mirror).
+/// All-Reduce: Reduce-Scatter plus All-Gather, the bound for RS-then-AG schedules.
+/// S is the per-rank output (All-Gather) or input (Reduce-Scatter) buffer, or the All-Reduce
+/// buffer. Throws InputError when some GPU cannot reach another (no finite bound).
+class LowerBound {
+ public:
+  static LowerBound compute(const Topology& topology, support::Collective collective);
+
+  support::Collective collective() const { return collective_; }
+  int ranks() const { return ranks_; }
+  /// The phases whose times add up: one for AG and RS, two (RS then AG) for All-Reduce.
+  const std::vector<PhaseBound>& phases() const { return phases_; }
+
+  BoundAtSize at(std::uint64_t size_bytes) const;
+
+ private:
+  support::Collective collective_ = support::Collective::all_gather;
+  int ranks_ = 0;
+  std::vector<PhaseBound> phases_;
+};
+
+/// The exact bottleneck cut of an All-Gather on `topology` (or on its reverse), found by
+/// Dinkelbach iteration over N max-flow problems (as in ForestColl): for a candidate rate x,
+/// a source feeds every GPU at x; some set violates out_bw(X) >= x * |GPUs in X| iff the
+/// max-flow to some GPU t falls short of x * N, and the min cut is such a set.
+BottleneckCut bottleneck_cut(const Topology& topology, bool reversed);
+
+/// max over ordered GPU pairs (u, v) of the smallest total alpha of a path u -> v.
+double latency_bound_us(const Topology& topology);
+
+}  // namespace optiflow::topology

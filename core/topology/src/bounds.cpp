@@ -1,0 +1,255 @@
+#include "optiflow/topology/bounds.hpp"
+
+#include <algorithm>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
+#include <boost/property_map/function_property_map.hpp>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+#include "optiflow/support/error.hpp"
+
+namespace optiflow::topology {
+namespace {
+
+// Capacities are integers (bytes/s) so that "the max-flow reaches x * N" is an exact test;
+// floating-point push-relabel can stall on residuals of 1e-12.
+using Capacity = std::int64_t;
+constexpr double kBytesPerSecondPerGBps = 1e9;
+
+Capacity to_capacity(double bw_GBps) {
+  return static_cast<Capacity>(std::llround(bw_GBps * kBytesPerSecondPerGBps));
+}
+
+using FlowTraits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+using FlowGraph = boost::adjacency_list<
+    boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+    boost::property<
+        boost::edge_capacity_t, Capacity,
+        boost::property<boost::edge_residual_capacity_t, Capacity,
+                        boost::property<boost::edge_reverse_t, FlowTraits::edge_descriptor>>>>;
+using FlowEdge = FlowTraits::edge_descriptor;
+
+// The topology as a flow network, plus a source vertex feeding every GPU at a settable rate.
+class FlowNetwork {
+ public:
+  FlowNetwork(const Topology& topology, bool reversed)
+      : graph_(topology.node_count() + 1), source_(topology.node_count()) {
+    for (const Link& link : topology.links()) {
+      const NodeId from = reversed ? link.dst : link.src;
+      const NodeId to = reversed ? link.src : link.dst;
+      add_edge(from, to, to_capacity(link.bw_GBps));
+    }
+    for (NodeId gpu : topology.gpus_by_rank()) source_edges_.push_back(add_edge(source_, gpu, 0));
+  }
+
+  /// Max-flow from the source (feeding each GPU at `rate`) to `sink`.
+  Capacity max_flow(NodeId sink, Capacity rate) {
+    auto capacity = boost::get(boost::edge_capacity, graph_);
+    for (const FlowEdge& e : source_edges_) capacity[e] = rate;
+    return boost::push_relabel_max_flow(graph_, source_, sink);
+  }
+
+  /// After max_flow: the nodes still reachable from the source through residual capacity,
+  /// i.e. the source side of a minimum cut (without the source itself).
+  std::vector<bool> source_side() const {
+    auto residual = boost::get(boost::edge_residual_capacity, graph_);
+    std::vector<bool> reached(boost::num_vertices(graph_), false);
+    std::queue<std::size_t> frontier;
+    reached[source_] = true;
+    frontier.push(source_);
+    while (!frontier.empty()) {
+      const std::size_t v = frontier.front();
+      frontier.pop();
+      for (auto [it, end] = boost::out_edges(v, graph_); it != end; ++it) {
+        const std::size_t w = boost::target(*it, graph_);
+        if (!reached[w] && residual[*it] > 0) {
+          reached[w] = true;
+          frontier.push(w);
+        }
+      }
+    }
+    reached.pop_back();  // the source is the last vertex
+    return reached;
+  }
+
+ private:
+  FlowEdge add_edge(std::size_t from, std::size_t to, Capacity cap) {
+    auto capacity = boost::get(boost::edge_capacity, graph_);
+    auto reverse = boost::get(boost::edge_reverse, graph_);
+    const FlowEdge forward = boost::add_edge(from, to, graph_).first;
+    const FlowEdge backward = boost::add_edge(to, from, graph_).first;
+    capacity[forward] = cap;
+    capacity[backward] = 0;
+    reverse[forward] = backward;
+    reverse[backward] = forward;
+    return forward;
+  }
+
+  FlowGraph graph_;
+  std::size_t source_;
+  std::vector<FlowEdge> source_edges_;
+};
+
+// The figures of a cut, measured on the topology itself (in the chosen direction).
+BottleneckCut describe_cut(const Topology& topology, const std::vector<bool>& inside,
+                           bool reversed) {
+  BottleneckCut cut;
+  cut.min_alpha_us = std::numeric_limits<double>::infinity();
+  for (NodeId n = 0; n < topology.node_count(); ++n) {
+    if (!inside[n]) continue;
+    cut.inside.push_back(n);
+    if (topology.node(n).kind == NodeKind::gpu) ++cut.gpus_inside;
+  }
+  for (const Link& link : topology.links()) {
+    const NodeId from = reversed ? link.dst : link.src;
+    const NodeId to = reversed ? link.src : link.dst;
+    if (inside[from] && !inside[to]) {
+      cut.out_bw_GBps += link.bw_GBps;
+      cut.min_alpha_us = std::min(cut.min_alpha_us, link.alpha_us);
+    }
+  }
+  if (cut.out_bw_GBps == 0) cut.min_alpha_us = 0;
+  return cut;
+}
+
+Capacity cut_capacity(const Topology& topology, const std::vector<bool>& inside, bool reversed) {
+  Capacity total = 0;
+  for (const Link& link : topology.links()) {
+    const NodeId from = reversed ? link.dst : link.src;
+    const NodeId to = reversed ? link.src : link.dst;
+    if (inside[from] && !inside[to]) total += to_capacity(link.bw_GBps);
+  }
+  return total;
+}
+
+[[noreturn]] void fail_disconnected(const Topology& topology, const BottleneckCut& cut) {
+  std::string members;
+  for (NodeId n : cut.inside) {
+    if (topology.node(n).kind != NodeKind::gpu) continue;
+    if (members.size() > 60) {
+      members += ", ...";
+      break;
+    }
+    members += (members.empty() ? "" : ", ") + topology.node(n).id;
+  }
+  throw support::InputError(support::SourceLocation{topology.name(), 0, 0, "links"},
+                            "no link leads from {" + members +
+                                "} to the other GPUs, so no collective "
+                                "can complete");
+}
+
+}  // namespace
+
+BottleneckCut bottleneck_cut(const Topology& topology, bool reversed) {
+  const auto gpus = topology.gpus_by_rank();
+  const auto n = static_cast<Capacity>(gpus.size());
+  if (n < 2) return BottleneckCut{};
+
+  // Start from the tightest single-GPU cut, X = everything but one GPU: a valid set, so the
+  // optimum rate x* is at most its ratio. Dinkelbach steps only ever lower x.
+  std::vector<bool> inside(topology.node_count(), true);
+  std::vector<bool> best_set;
+  Capacity rate = std::numeric_limits<Capacity>::max();
+  for (NodeId gpu : gpus) {
+    inside[gpu] = false;
+    const Capacity ratio = cut_capacity(topology, inside, reversed) / (n - 1);
+    if (ratio < rate) {
+      rate = ratio;
+      best_set = inside;
+    }
+    inside[gpu] = true;
+  }
+
+  // A rate that is feasible for sink t stays feasible when lowered, so one pass over the sinks
+  // suffices: each sink is re-solved only until it stops finding a violating set.
+  FlowNetwork network(topology, reversed);
+  for (NodeId sink : gpus) {
+    while (rate > 0 && network.max_flow(sink, rate) < rate * n) {
+      std::vector<bool> violating = network.source_side();
+      Capacity gpus_inside = 0;
+      for (NodeId gpu : gpus) gpus_inside += violating[gpu] ? 1 : 0;
+      rate = cut_capacity(topology, violating, reversed) / gpus_inside;
+      best_set = std::move(violating);
+    }
+  }
+  BottleneckCut cut = describe_cut(topology, best_set, reversed);
+  if (cut.out_bw_GBps == 0) fail_disconnected(topology, cut);
+  return cut;
+}
+
+double latency_bound_us(const Topology& topology) {
+  const auto& graph = topology.graph();
+  const std::size_t nodes = topology.node_count();
+  std::vector<double> alpha(topology.link_count());
+  for (LinkId id = 0; id < topology.link_count(); ++id) alpha[id] = topology.link(id).alpha_us;
+  auto weight = boost::make_function_property_map<Topology::Graph::edge_descriptor>(
+      [&](const Topology::Graph::edge_descriptor& e) { return alpha[graph[e].link]; });
+
+  double worst = 0;
+  std::vector<double> distance(nodes);
+  for (NodeId from : topology.gpus_by_rank()) {
+    boost::dijkstra_shortest_paths(
+        graph, from,
+        boost::weight_map(weight).distance_map(boost::make_iterator_property_map(
+            distance.begin(), boost::get(boost::vertex_index, graph))));
+    for (NodeId to : topology.gpus_by_rank()) worst = std::max(worst, distance[to]);
+  }
+  return worst;
+}
+
+double PhaseBound::bandwidth_us(std::uint64_t size_bytes) const {
+  if (ranks < 2 || cut.out_bw_GBps <= 0) return 0;
+  const double bytes_out = static_cast<double>(size_bytes) / ranks * cut.gpus_inside;
+  return bytes_out / (cut.out_bw_GBps * 1e3);  // GB/s = 1e3 bytes per microsecond
+}
+
+double PhaseBound::time_us(std::uint64_t size_bytes) const {
+  if (ranks < 2) return 0;
+  return std::max(latency_us, cut.min_alpha_us + bandwidth_us(size_bytes));
+}
+
+LowerBound LowerBound::compute(const Topology& topology, support::Collective collective) {
+  LowerBound bound;
+  bound.collective_ = collective;
+  bound.ranks_ = topology.rank_count();
+  const double latency = latency_bound_us(topology);
+  auto phase = [&](bool reversed) {
+    return PhaseBound{bottleneck_cut(topology, reversed), bound.ranks_, latency};
+  };
+  switch (collective) {
+    case support::Collective::all_gather:
+      bound.phases_ = {phase(false)};
+      break;
+    case support::Collective::reduce_scatter:
+      bound.phases_ = {phase(true)};
+      break;
+    case support::Collective::all_reduce:
+      bound.phases_ = {phase(true), phase(false)};
+      break;
+    default:
+      throw support::InputError(
+          support::SourceLocation{"command line", 0, 0, "--collective"},
+          "lower bounds exist for allgather, reducescatter and allreduce; not for " +
+              std::string(to_string(collective)));
+  }
+  return bound;
+}
+
+BoundAtSize LowerBound::at(std::uint64_t size_bytes) const {
+  BoundAtSize result;
+  result.size_bytes = size_bytes;
+  for (const PhaseBound& p : phases_) {
+    result.time_us += p.time_us(size_bytes);
+    result.bandwidth_us += p.bandwidth_us(size_bytes);
+    result.latency_us += p.latency_us;
+  }
+  if (result.time_us > 0) {
+    result.algbw_GBps = static_cast<double>(size_bytes) / (result.time_us * 1e3);
+    result.busbw_GBps = result.algbw_GBps * support::busbw_factor(collective_, ranks_);
+  }
+  return result;
+}
+
+}  // namespace optiflow::topology

@@ -1,0 +1,139 @@
+#include "optiflow/topology/topology_io.hpp"
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/parse_support.hpp"
+#include "optiflow/support/text_file.hpp"
+#include "optiflow/topology/generators.hpp"
+
+namespace optiflow::topology {
+namespace {
+
+using nlohmann::json;
+
+void read_nodes(const support::FieldReader& top, Topology& topo,
+                std::map<std::string, NodeId>& by_id, const std::string& source) {
+  const json& nodes = top.array("nodes");
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    support::FieldReader r(nodes[i], "nodes[" + std::to_string(i) + "]", source);
+    Node node;
+    node.id = r.string("id");
+    const std::string kind = r.string("kind");
+    const auto parsed = node_kind_from_string(kind);
+    if (!parsed) r.fail(r.field("kind"), "unknown node kind '" + kind + "' (gpu|switch|nic|cpu)");
+    node.kind = *parsed;
+    if (node.kind == NodeKind::gpu && !r.has("rank"))
+      r.fail(r.field("rank"), "missing (every gpu needs a rank)");
+    node.rank = r.int32_or("rank", -1, -1);
+    node.host = r.int32_or("host", -1, -1);
+    node.local = r.int32_or("local", -1, -1);
+    if (by_id.contains(node.id)) r.fail(r.field("id"), "duplicate node id '" + node.id + "'");
+    const std::string id = node.id;
+    by_id[id] = topo.add_node(std::move(node));
+  }
+}
+
+void read_links(const support::FieldReader& top, Topology& topo,
+                const std::map<std::string, NodeId>& by_id, const std::string& source) {
+  const json& links = top.array("links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    support::FieldReader r(links[i], "links[" + std::to_string(i) + "]", source);
+    auto endpoint = [&](const char* key) {
+      const std::string id = r.string(key);
+      auto it = by_id.find(id);
+      if (it == by_id.end()) r.fail(r.field(key), "no node has id '" + id + "'");
+      return it->second;
+    };
+    const NodeId src = endpoint("src");
+    const NodeId dst = endpoint("dst");
+    if (src == dst)
+      r.fail(r.field("dst"), "a link cannot join '" + topo.node(src).id + "' to itself");
+    LinkSpec spec;
+    const std::string kind = r.string_or("kind", "other");
+    const auto parsed = link_kind_from_string(kind);
+    if (!parsed)
+      r.fail(r.field("kind"),
+             "unknown link kind '" + kind + "' (nvlink|nvswitch|pcie|ib|ethernet|cpu|other)");
+    spec.kind = *parsed;
+    spec.bw_GBps = r.number("bw_GBps");
+    if (!(spec.bw_GBps > 0)) r.fail(r.field("bw_GBps"), "must be a positive number of GB/s");
+    spec.alpha_us = r.number_or("alpha_us", 0.0);
+    if (!(spec.alpha_us >= 0)) r.fail(r.field("alpha_us"), "must be >= 0 microseconds");
+    if (r.boolean_or("bidirectional", false))
+      topo.add_duplex(src, dst, spec);
+    else
+      topo.add_link(src, dst, spec);
+  }
+}
+
+std::string default_name(const std::string& source) {
+  return std::filesystem::path(source).stem().string();
+}
+
+}  // namespace
+
+Topology parse_topology_json(std::string_view text, const std::string& source) {
+  const json doc = support::parse_json_text(text, source);
+  support::FieldReader top(doc, "", source);
+  Topology topo(top.string_or("name", default_name(source)));
+  topo.set_op_overhead_us(top.number_or("op_overhead_us", 0.0));
+  std::map<std::string, NodeId> by_id;
+  read_nodes(top, topo, by_id, source);
+  read_links(top, topo, by_id, source);
+  topo.validate(source);
+  if (topo.rank_count() == 0) top.fail("nodes", "the topology has no gpu");
+  return topo;
+}
+
+Topology read_topology_file(const std::string& path) {
+  return parse_topology_json(support::read_text_file(path), path);
+}
+
+std::string write_topology_json(const Topology& topology) {
+  json doc;
+  doc["name"] = topology.name();
+  if (topology.op_overhead_us() != 0) doc["op_overhead_us"] = topology.op_overhead_us();
+  json nodes = json::array();
+  for (const Node& n : topology.nodes()) {
+    json node{{"id", n.id}, {"kind", to_string(n.kind)}};
+    if (n.rank >= 0) node["rank"] = n.rank;
+    if (n.host >= 0) node["host"] = n.host;
+    if (n.local >= 0) node["local"] = n.local;
+    nodes.push_back(std::move(node));
+  }
+  json links = json::array();
+  const auto all = topology.links();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Link& l = all[i];
+    json link{{"src", topology.node(l.src).id},
+              {"dst", topology.node(l.dst).id},
+              {"bw_GBps", l.bw_GBps},
+              {"alpha_us", l.alpha_us},
+              {"kind", to_string(l.kind)}};
+    const bool reverse_follows = i + 1 < all.size() && all[i + 1].src == l.dst &&
+                                 all[i + 1].dst == l.src && all[i + 1].kind == l.kind &&
+                                 all[i + 1].bw_GBps == l.bw_GBps &&
+                                 all[i + 1].alpha_us == l.alpha_us;
+    if (reverse_follows) {
+      link["bidirectional"] = true;
+      ++i;
+    }
+    links.push_back(std::move(link));
+  }
+  doc["nodes"] = std::move(nodes);
+  doc["links"] = std::move(links);
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Topology load_topology(const std::string& name_or_path) {
+  if (auto builtin = make_builtin_topology(name_or_path)) return std::move(*builtin);
+  if (std::filesystem::exists(name_or_path)) return read_topology_file(name_or_path);
+  throw support::InputError(
+      support::SourceLocation{name_or_path, 0, 0, {}},
+      "neither a built-in topology (see `optiflow topo list`) nor an existing file");
+}
+
+}  // namespace optiflow::topology
