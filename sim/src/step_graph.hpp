@@ -1,5 +1,5 @@
-// A schedule flattened for simulation: steps in one array, their prerequisites counted,
-// each send matched to its receive, each transfer routed.
+// The simulator's view of a schedule, derived from its FlatSchedule: prerequisites counted,
+// each matched send turned into a routed transfer.
 #pragma once
 
 #include <cstdint>
