@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   CLI::App app{"OptiFlow: discover fast collective-communication schedules for GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "optiflow 0.1.0");
+  // A command group's options (`history --db F`) are accepted after its subcommand too
+  // (`history runs --db F`): an option a subcommand does not know goes to its parent. CLI11
+  // copies this setting into every subcommand created after it, so it must come first.
+  app.fallthrough();
   optiflow::cli::add_topo_commands(app);
   optiflow::cli::add_bound_command(app);
   optiflow::cli::add_compile_commands(app);

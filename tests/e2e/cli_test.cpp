@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "optiflow/db/store.hpp"
 #include "optiflow/topology/bounds.hpp"
 #include "optiflow/topology/generators.hpp"
 #include "optiflow/topology/topology_io.hpp"
@@ -128,6 +129,32 @@ TEST_F(Cli, BadArgumentsAreRejected) {
   EXPECT_EQ(coll.exit_code, 2);
   EXPECT_NE(coll.err.find("unknown collective 'gossip'"), std::string::npos) << coll.err;
   EXPECT_NE(run("frobnicate").exit_code, 0);
+}
+
+// A command group's options may come before or after its subcommand, with the same result.
+TEST_F(Cli, GroupOptionsAreAcceptedAfterTheSubcommand) {
+  const std::string db = (dir_ / "history.db").string();
+  {
+    auto store = optiflow::db::Store::open(db);
+    optiflow::db::RunInfo info;
+    info.topology_id = store.put_topology("ring4", write_topology_json(make_ring(4)));
+    info.collective = "allgather";
+    info.sizes = {1024};
+    info.proposer = "offline";
+    info.budget = 10;
+    store.begin_run(info);
+  }
+  for (const std::string command : {"runs", "best", "export --format json"}) {
+    const Result before = run("history --db '" + db + "' --model flow " + command);
+    const Result after = run("history " + command + " --db '" + db + "' --model flow");
+    ASSERT_EQ(before.exit_code, 0) << command << ": " << before.err;
+    EXPECT_EQ(after.exit_code, 0) << command << ": " << after.err;
+    EXPECT_EQ(after.out, before.out) << command;
+  }
+  EXPECT_NE(run("history runs --db '" + db + "'").out.find("ring4"), std::string::npos);
+  // Options nobody declares are still rejected, wherever they stand.
+  EXPECT_NE(run("history runs --db '" + db + "' --no-such-option").exit_code, 0);
+  EXPECT_NE(run("topo show ring4 --db '" + db + "'").exit_code, 0);
 }
 
 TEST_F(Cli, ImportedNcclTopologyFeedsTheBound) {
