@@ -1,11 +1,12 @@
-// Alpha-beta: every link is a FIFO server. A transfer waits until every link of its route is
-// free, then keeps each link busy for the time that link needs to serialise its bytes (a fast
-// link on a slow path is not blocked for the whole transfer), and arrives after the route's
-// alphas plus bytes / bottleneck bandwidth.
+// Alpha-beta: every link is a FIFO server (topology::FifoLinks, the model the compiler's
+// scheduler uses too). A transfer waits until every link of its route is free, then keeps
+// each link busy for the time that link needs to serialise its bytes, and arrives after the
+// route's alphas plus bytes / bottleneck bandwidth.
 #include <queue>
 #include <tuple>
 
 #include "network.hpp"
+#include "optiflow/topology/link_cost.hpp"
 
 namespace optiflow::sim {
 namespace {
@@ -13,28 +14,15 @@ namespace {
 class AlphaBetaNetwork final : public Network {
  public:
   AlphaBetaNetwork(const topology::Topology& topology, const StepGraph& graph)
-      : graph_(graph), free_at_(topology.link_count(), 0), bw_GBps_(topology.link_count()) {
-    for (topology::LinkId l = 0; l < topology.link_count(); ++l)
-      bw_GBps_[l] = topology.link(l).bw_GBps;
+      : graph_(graph), links_(topology) {
     started_us.assign(graph.transfers.size(), 0);
-    busy_us.assign(topology.link_count(), 0);
-    bytes.assign(topology.link_count(), 0);
   }
 
   void launch(std::int32_t id, double size, double now) override {
     const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-    double start = now;
-    for (std::int32_t i = t.route_begin; i < t.route_end; ++i)
-      start = std::max(start, free_at_[graph_.route_links[static_cast<std::size_t>(i)]]);
-    for (std::int32_t i = t.route_begin; i < t.route_end; ++i) {
-      const topology::LinkId l = graph_.route_links[static_cast<std::size_t>(i)];
-      const double serialise = size / (bw_GBps_[l] * 1e3);  // GB/s = 1e3 bytes per microsecond
-      free_at_[l] = start + serialise;
-      busy_us[l] += serialise;
-      bytes[l] += size;
-    }
-    started_us[static_cast<std::size_t>(id)] = start;
-    arrivals_.push({start + t.alpha_us + size / (t.bottleneck_GBps * 1e3), sequence_++, id});
+    const auto booking = links_.book(graph_.route(t), t.cost, size, now);
+    started_us[static_cast<std::size_t>(id)] = booking.start_us;
+    arrivals_.push({booking.arrival_us, sequence_++, id});
   }
 
   double next_arrival() override {
@@ -48,11 +36,13 @@ class AlphaBetaNetwork final : public Network {
     }
   }
 
+  const std::vector<double>& link_busy_us() const override { return links_.busy_us(); }
+  const std::vector<double>& link_bytes() const override { return links_.bytes(); }
+
  private:
   using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
   const StepGraph& graph_;
-  std::vector<double> free_at_;
-  std::vector<double> bw_GBps_;
+  topology::FifoLinks links_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
   std::uint64_t sequence_ = 0;
 };

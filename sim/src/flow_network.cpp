@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "network.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::sim {
 namespace {
@@ -18,10 +19,10 @@ class FlowNetwork final : public Network {
   FlowNetwork(const topology::Topology& topology, const StepGraph& graph)
       : graph_(graph), capacity_(topology.link_count()), flows_on_(topology.link_count()) {
     for (topology::LinkId l = 0; l < topology.link_count(); ++l)
-      capacity_[l] = topology.link(l).bw_GBps * 1e3;
+      capacity_[l] = support::bytes_per_us(topology.link(l).bw_GBps);
     started_us.assign(graph.transfers.size(), 0);
-    busy_us.assign(topology.link_count(), 0);
-    bytes.assign(topology.link_count(), 0);
+    busy_us_.assign(topology.link_count(), 0);
+    bytes_.assign(topology.link_count(), 0);
   }
 
   void launch(std::int32_t id, double size, double now) override {
@@ -30,7 +31,7 @@ class FlowNetwork final : public Network {
     active_.push_back(Flow{id, size, 0});
     for (topology::LinkId l : links_of(id)) {
       if (flows_on_[l]++ == 0) loaded_.push_back(l);
-      bytes[l] += size;
+      bytes_[l] += size;
     }
     dirty_ = true;
   }
@@ -53,7 +54,7 @@ class FlowNetwork final : public Network {
       for (auto it = drained; it != active_.end(); ++it) {
         for (topology::LinkId l : links_of(it->id))
           if (--flows_on_[l] == 0) std::erase(loaded_, l);
-        const double alpha = graph_.transfers[static_cast<std::size_t>(it->id)].alpha_us;
+        const double alpha = graph_.transfers[static_cast<std::size_t>(it->id)].cost.alpha_us;
         latency_.push({now + alpha, sequence_++, it->id});
       }
       active_.erase(drained, active_.end());
@@ -64,6 +65,9 @@ class FlowNetwork final : public Network {
       latency_.pop();
     }
   }
+
+  const std::vector<double>& link_busy_us() const override { return busy_us_; }
+  const std::vector<double>& link_bytes() const override { return bytes_; }
 
  private:
   struct Flow {
@@ -82,7 +86,7 @@ class FlowNetwork final : public Network {
     const double dt = now - now_;
     if (dt <= 0) return;
     for (Flow& f : active_) f.remaining -= f.rate * dt;
-    for (topology::LinkId l : loaded_) busy_us[l] += dt;
+    for (topology::LinkId l : loaded_) busy_us_[l] += dt;
     now_ = now;
   }
 
@@ -134,7 +138,8 @@ class FlowNetwork final : public Network {
 
   using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
   const StepGraph& graph_;
-  std::vector<double> capacity_;          // bytes per microsecond
+  std::vector<double> capacity_;  // bytes per microsecond
+  std::vector<double> busy_us_, bytes_;
   std::vector<std::int32_t> flows_on_;    // active flows per link
   std::vector<topology::LinkId> loaded_;  // links with at least one active flow
   std::vector<Flow> active_;

@@ -25,10 +25,12 @@ class Network {
   /// Moves time to `now` and appends the transfers that have arrived by then, in order.
   virtual void take_arrivals(double now, std::vector<std::int32_t>& arrived) = 0;
 
+  /// Per link: time with data on it, and bytes carried.
+  virtual const std::vector<double>& link_busy_us() const = 0;
+  virtual const std::vector<double>& link_bytes() const = 0;
+
   /// When each transfer's data started to move (after waiting for links).
   std::vector<double> started_us;
-  /// Per link: time with data on it, and bytes carried.
-  std::vector<double> busy_us, bytes;
 };
 
 std::unique_ptr<Network> make_alpha_beta_network(const topology::Topology& topology,

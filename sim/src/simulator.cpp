@@ -9,6 +9,7 @@
 
 #include "network.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/units.hpp"
 #include "step_graph.hpp"
 
 namespace optiflow::sim {
@@ -144,7 +145,7 @@ class Run {
     }
     r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
     if (r.time_us > 0) {
-      r.algbw_GBps = size_ / (r.time_us * 1e3);
+      r.algbw_GBps = support::GBps_of(size_, r.time_us);
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
     for (StepIndex s = last; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
@@ -154,11 +155,12 @@ class Run {
                                              end_[static_cast<std::size_t>(s)]});
     }
     std::reverse(r.critical_path.begin(), r.critical_path.end());
-    for (topology::LinkId l = 0; l < network_->bytes.size(); ++l) {
-      if (network_->bytes[l] == 0) continue;
-      const double capacity = impl_.topology.link(l).bw_GBps * 1e3 * r.time_us;
-      r.links.push_back(LinkUsage{l, network_->busy_us[l], network_->bytes[l],
-                                  capacity > 0 ? network_->bytes[l] / capacity : 0});
+    const std::vector<double>& bytes = network_->link_bytes();
+    for (topology::LinkId l = 0; l < bytes.size(); ++l) {
+      if (bytes[l] == 0) continue;
+      const double capacity = support::bytes_per_us(impl_.topology.link(l).bw_GBps) * r.time_us;
+      r.links.push_back(LinkUsage{l, network_->link_busy_us()[l], bytes[l],
+                                  capacity > 0 ? bytes[l] / capacity : 0});
     }
     if (impl_.options.record_timeline) r.timeline = timeline();
     return r;

@@ -58,13 +58,9 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     transfer.send_step = static_cast<StepIndex>(id);
     transfer.recv_step = static_cast<StepIndex>(receive);
     transfer.fraction = static_cast<double>(ir.count) / schedule.chunks;
-    transfer.bottleneck_GBps = std::numeric_limits<double>::infinity();
+    transfer.cost = topology::route_cost(topology, route);
     transfer.route_begin = static_cast<std::int32_t>(graph.route_links.size());
-    for (topology::LinkId l : route) {
-      transfer.alpha_us += topology.link(l).alpha_us;
-      transfer.bottleneck_GBps = std::min(transfer.bottleneck_GBps, topology.link(l).bw_GBps);
-      graph.route_links.push_back(l);
-    }
+    graph.route_links.insert(graph.route_links.end(), route.begin(), route.end());
     transfer.route_end = static_cast<std::int32_t>(graph.route_links.size());
     graph.steps[id].transfer = static_cast<std::int32_t>(graph.transfers.size());
     graph.transfers.push_back(transfer);

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "optiflow/schedule/schedule.hpp"
+#include "optiflow/topology/link_cost.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::sim {
@@ -25,8 +27,7 @@ struct SimTransfer {
   StepIndex send_step = 0;
   StepIndex recv_step = 0;
   double fraction = 0;  ///< bytes = fraction * collective size
-  double alpha_us = 0;  ///< sum over the route
-  double bottleneck_GBps = 0;
+  topology::RouteCost cost;
   std::int32_t route_begin = 0, route_end = 0;  ///< range in StepGraph::route_links
 };
 
@@ -35,6 +36,12 @@ struct StepGraph {
   std::vector<StepIndex> dependents;  ///< steps listing a step in their deps, grouped by step
   std::vector<SimTransfer> transfers;
   std::vector<topology::LinkId> route_links;
+
+  std::span<const topology::LinkId> route(const SimTransfer& t) const {
+    return std::span<const topology::LinkId>(route_links)
+        .subspan(static_cast<std::size_t>(t.route_begin),
+                 static_cast<std::size_t>(t.route_end - t.route_begin));
+  }
 };
 
 /// Flattens a verified schedule. Throws InputError when a send has no matching receive or a

@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::topology {
 namespace {
@@ -246,7 +247,7 @@ BoundAtSize LowerBound::at(std::uint64_t size_bytes) const {
     result.latency_us += p.latency_us;
   }
   if (result.time_us > 0) {
-    result.algbw_GBps = static_cast<double>(size_bytes) / (result.time_us * 1e3);
+    result.algbw_GBps = support::GBps_of(static_cast<double>(size_bytes), result.time_us);
     result.busbw_GBps = result.algbw_GBps * support::busbw_factor(collective_, ranks_);
   }
   return result;

@@ -4,11 +4,14 @@
 #include <limits>
 #include <queue>
 
+#include "optiflow/support/units.hpp"
+
 namespace optiflow::topology {
 
 Router::Router(const Topology& topology) : topology_(topology), cost_(topology.link_count()) {
   for (LinkId l = 0; l < topology.link_count(); ++l)
-    cost_[l] = topology.link(l).alpha_us + kReferenceBytes / (topology.link(l).bw_GBps * 1e3);
+    cost_[l] =
+        topology.link(l).alpha_us + support::transfer_us(kReferenceBytes, topology.link(l).bw_GBps);
 }
 
 const std::vector<std::int64_t>& Router::tree(NodeId from, std::span<const LinkId> avoided) {

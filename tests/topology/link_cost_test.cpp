@@ -1,0 +1,60 @@
+// The alpha-beta link model shared by the compiler's scheduler and the simulator.
+#include "optiflow/topology/link_cost.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace optiflow::topology {
+namespace {
+
+// a -> b -> c with a fast first hop and a slow second one.
+Topology two_hops() {
+  Topology t("two-hops");
+  const NodeId a = t.add_node({"a", NodeKind::gpu, 0, 0, 0});
+  const NodeId b = t.add_node({"b", NodeKind::switch_, -1, -1, -1});
+  const NodeId c = t.add_node({"c", NodeKind::gpu, 1, 1, 0});
+  t.add_link(a, b, {LinkKind::nvlink, 100.0, 1.0});
+  t.add_link(b, c, {LinkKind::ib, 10.0, 2.0});
+  return t;
+}
+
+TEST(LinkCost, RouteCostSumsAlphasAndTakesTheSlowestLink) {
+  const Topology t = two_hops();
+  const std::vector<LinkId> route{0, 1};
+  const RouteCost cost = route_cost(t, route);
+  EXPECT_DOUBLE_EQ(cost.alpha_us, 3.0);
+  EXPECT_DOUBLE_EQ(cost.bottleneck_GBps, 10.0);
+}
+
+TEST(LinkCost, EachLinkIsBusyForItsOwnSerialisationOnly) {
+  const Topology t = two_hops();
+  FifoLinks links(t);
+  const std::vector<LinkId> route{0, 1}, first_hop{0};
+  // 1e5 bytes: 1 us on the 100 GB/s link, 10 us on the 10 GB/s one.
+  const auto whole = links.book(route, route_cost(t, route), 1e5, 0);
+  EXPECT_DOUBLE_EQ(whole.start_us, 0);
+  EXPECT_DOUBLE_EQ(whole.arrival_us, 3.0 + 10.0);
+  // The fast link is free after 1 us, although the transfer is still on the slow one.
+  const auto next = links.book(first_hop, route_cost(t, first_hop), 1e5, 0);
+  EXPECT_DOUBLE_EQ(next.start_us, 1.0);
+  EXPECT_DOUBLE_EQ(next.arrival_us, 1.0 + 1.0 + 1.0);
+  EXPECT_DOUBLE_EQ(links.busy_us()[0], 2.0);
+  EXPECT_DOUBLE_EQ(links.busy_us()[1], 10.0);
+  EXPECT_DOUBLE_EQ(links.bytes()[0], 2e5);
+}
+
+TEST(LinkCost, ALinkServesTransfersInTheOrderBooked) {
+  const Topology t = two_hops();
+  FifoLinks links(t);
+  const std::vector<LinkId> slow{1};
+  const RouteCost cost = route_cost(t, slow);
+  EXPECT_DOUBLE_EQ(links.book(slow, cost, 1e4, 0).arrival_us, 2.0 + 1.0);
+  // Ready at 0.5 us but queued behind the first: starts when the link frees at 1 us.
+  const auto second = links.book(slow, cost, 1e4, 0.5);
+  EXPECT_DOUBLE_EQ(second.start_us, 1.0);
+  EXPECT_DOUBLE_EQ(second.arrival_us, 1.0 + 2.0 + 1.0);
+}
+
+}  // namespace
+}  // namespace optiflow::topology
