@@ -17,6 +17,7 @@
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
+#include "optiflow/support/xml_attributes.hpp"
 
 namespace optiflow::schedule {
 namespace {
@@ -169,81 +170,37 @@ std::int32_t channel_count(const Schedule& schedule) {
 // ---------------------------------------------------------------------------------------------
 // Import
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+using support::parse_integer;
+using support::trim;
 
-std::optional<std::int64_t> parse_integer(std::string_view s) {
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return value;
-}
+constexpr support::XmlAttributes::Key kElementKeys[] = {{"gpu", "id"}, {"tb", "id"}, {"step", "s"}};
 
-// Typed attribute access whose errors name the line, the element, the attribute, and the gpu
-// and thread block being read.
-class XmlReader {
+// The attribute reader, which also names the <gpu> and <tb> being read in every message.
+class XmlReader : public support::XmlAttributes {
  public:
-  explicit XmlReader(const std::string& source) : source_(source) {}
+  explicit XmlReader(const std::string& source) : XmlAttributes(source, kElementKeys) {}
 
-  int gpu = -1;  ///< the <gpu id> being read, -1 outside
-  int tb = -1;   ///< the <tb id> being read, -1 outside
+  int gpu() const { return gpu_; }
+  void set_gpu(int gpu) { place(gpu, -1); }
+  void set_tb(int tb) { place(gpu_, tb); }
 
-  const std::string& source() const { return source_; }
-
-  [[noreturn]] void fail(const XMLElement& e, std::string_view attribute,
-                         const std::string& message) const {
-    static constexpr std::pair<std::string_view, const char*> kKeys[] = {
-        {"gpu", "id"}, {"tb", "id"}, {"step", "s"}};
-    std::string field = "<" + std::string(e.Name());
-    for (const auto& [name, key] : kKeys)
-      if (name == e.Name() && e.Attribute(key))
-        field += " " + std::string(key) + "=\"" + e.Attribute(key) + "\"";
-    field += attribute.empty() ? ">" : ">." + std::string(attribute);
-    std::string place;
-    if (gpu >= 0) place = "gpu " + std::to_string(gpu);
-    if (tb >= 0) place += ", tb " + std::to_string(tb);
-    throw support::InputError(support::SourceLocation{source_, e.GetLineNum(), 0, field},
-                              place.empty() ? message : message + " (" + place + ")");
-  }
-  std::optional<std::string_view> text(const XMLElement& e, const char* attribute) const {
-    const char* value = e.Attribute(attribute);
-    if (!value) return std::nullopt;
-    return trim(value);
-  }
-  std::string_view required(const XMLElement& e, const char* attribute) const {
-    const auto value = text(e, attribute);
-    if (!value) fail(e, attribute, "missing (required attribute)");
-    return *value;
-  }
   std::int64_t integer(const XMLElement& e, const char* attribute, std::int64_t min,
                        std::int64_t max = kInt32Max) const {
-    const std::string_view value = required(e, attribute);
-    const auto parsed = parse_integer(value);
-    if (!parsed) fail(e, attribute, "'" + std::string(value) + "' is not an integer");
-    if (*parsed < min || *parsed > max)
-      fail(e, attribute,
-           std::string(value) + " is out of range [" + std::to_string(min) + ", " +
-               std::to_string(max) + "]");
-    return *parsed;
+    return XmlAttributes::integer(e, attribute, min, max);
   }
   std::int32_t int32(const XMLElement& e, const char* attribute, std::int64_t min) const {
     return static_cast<std::int32_t>(integer(e, attribute, min));
   }
-  template <class Enum>
-  Enum name(const XMLElement& e, const char* attribute,
-            std::optional<Enum> (*from_string)(std::string_view), std::string_view names) const {
-    const std::string_view value = required(e, attribute);
-    const auto parsed = from_string(value);
-    if (!parsed)
-      fail(e, attribute, "unknown '" + std::string(value) + "' (" + std::string(names) + ")");
-    return *parsed;
-  }
 
  private:
-  const std::string& source_;
+  void place(int gpu, int tb) {
+    gpu_ = gpu;
+    std::string text;
+    if (gpu >= 0) text = "gpu " + std::to_string(gpu);
+    if (tb >= 0) text += ", tb " + std::to_string(tb);
+    set_place(std::move(text));
+  }
+  int gpu_ = -1;
 };
 
 // A step as written, before its dependency is checked and the dependency nops are folded.
@@ -315,7 +272,7 @@ XmlStep read_step(const XmlReader& xml, const XMLElement& e, std::size_t index) 
 XmlTb read_tb(XmlReader& xml, const XMLElement& e) {
   XmlTb raw;
   raw.element = &e;
-  xml.tb = xml.int32(e, "id", 0);
+  xml.set_tb(xml.int32(e, "id", 0));
   raw.tb.send_peer = xml.int32(e, "send", -1);
   raw.tb.recv_peer = xml.int32(e, "recv", -1);
   raw.tb.channel = xml.int32(e, "chan", 0);
@@ -325,7 +282,7 @@ XmlTb read_tb(XmlReader& xml, const XMLElement& e) {
       xml.fail(*child, "", "unexpected element in <tb> (expected <step>, MSCCL's old_format)");
     raw.steps.push_back(read_step(xml, *child, raw.steps.size()));
   }
-  xml.tb = -1;
+  xml.set_tb(-1);
   return raw;
 }
 
@@ -352,7 +309,7 @@ bool aliased(const Schedule& schedule, std::int64_t rank, std::int64_t input_off
 void check_copy(const XmlReader& xml, const XMLElement& e, const Schedule& schedule) {
   const std::int64_t input_off = xml.integer(e, "i_off", 0);
   const std::int64_t output_off = xml.integer(e, "o_off", 0);
-  if (!aliased(schedule, xml.gpu, input_off, output_off))
+  if (!aliased(schedule, xml.gpu(), input_off, output_off))
     xml.fail(e, "",
              "copies input chunk " + std::to_string(input_off) + " to output chunk " +
                  std::to_string(output_off) +
@@ -374,7 +331,7 @@ std::vector<XmlTb> arrange_tbs(XmlReader& xml, std::vector<XmlTb> tbs) {
     by_id[id] = std::move(raw);
   }
   for (std::size_t t = 0; t < by_id.size(); ++t) {
-    xml.tb = static_cast<int>(t);
+    xml.set_tb(static_cast<int>(t));
     for (const XmlStep& raw : by_id[t].steps) {
       if (!raw.dep) continue;
       if (static_cast<std::size_t>(raw.dep->tb) >= by_id.size())
@@ -386,7 +343,7 @@ std::vector<XmlTb> arrange_tbs(XmlReader& xml, std::vector<XmlTb> tbs) {
                      std::to_string(raw.dep->step));
     }
   }
-  xml.tb = -1;
+  xml.set_tb(-1);
   return by_id;
 }
 
@@ -491,10 +448,10 @@ std::vector<const XMLElement*> gpus_by_id(const XmlReader& xml, const XMLElement
 
 void read_gpus(XmlReader& xml, const XMLElement& algo, Schedule& schedule) {
   for (const XMLElement* gpu : gpus_by_id(xml, algo, schedule.ranks)) {
-    xml.gpu = static_cast<int>(schedule.programs.size());
+    xml.set_gpu(static_cast<int>(schedule.programs.size()));
     schedule.programs.push_back(read_gpu(xml, *gpu, schedule));
   }
-  xml.gpu = -1;
+  xml.set_gpu(-1);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
+#include "optiflow/support/xml_attributes.hpp"
 
 namespace optiflow::topology {
 namespace {
@@ -92,21 +93,7 @@ std::string fmt(double value) {
   return out.str();
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-// Decimal, or hexadecimal with 0x, as NCCL's strtol(..., 0).
-std::optional<long long> parse_integer(std::string_view s) {
-  const int base = s.starts_with("0x") || s.starts_with("0X") ? 16 : 10;
-  if (base == 16) s.remove_prefix(2);
-  long long value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return value;
-}
+using support::trim;
 
 // "0001:00:00.0" -> 0x10000000 as NCCL's busIdToInt64, so "00000001:00:00.0" is the same device.
 std::optional<std::uint64_t> parse_busid(std::string_view s) {
@@ -127,53 +114,27 @@ std::vector<const XMLElement*> children(const XMLElement& parent, const char* na
   return out;
 }
 
-// Typed attribute access whose errors name the line, the element and the attribute.
-class XmlReader {
- public:
-  explicit XmlReader(const std::string& source) : source_(source) {}
+constexpr support::XmlAttributes::Key kElementKeys[] = {
+    {"pci", "busid"}, {"cpu", "numaid"}, {"nvlink", "target"}, {"net", "name"}, {"gpu", "dev"}};
 
-  [[noreturn]] void fail(const XMLElement& e, std::string_view attr,
-                         const std::string& message) const {
-    static constexpr std::pair<std::string_view, const char*> kKeys[] = {
-        {"pci", "busid"}, {"cpu", "numaid"}, {"nvlink", "target"}, {"net", "name"}, {"gpu", "dev"}};
-    std::string field = "<" + std::string(e.Name());
-    for (const auto& [name, key] : kKeys)
-      if (name == e.Name() && e.Attribute(key))
-        field += " " + std::string(key) + "=\"" + e.Attribute(key) + "\"";
-    field += attr.empty() ? ">" : ">." + std::string(attr);
-    throw support::InputError(support::SourceLocation{source_, e.GetLineNum(), 0, field}, message);
+// Integers as NCCL reads them (strtol(..., 0)); attributes are optional unless read with
+// required() or busid().
+class XmlReader : public support::XmlAttributes {
+ public:
+  explicit XmlReader(const std::string& source)
+      : XmlAttributes(source, kElementKeys, support::IntegerSyntax::c_style) {}
+
+  std::optional<int> integer(const XMLElement& e, const char* attribute, int min, int max) const {
+    const auto value = optional_integer(e, attribute, min, max);
+    return value ? std::optional<int>(static_cast<int>(*value)) : std::nullopt;
   }
-  // Absent and blank attributes are both nullopt.
-  std::optional<std::string_view> text(const XMLElement& e, const char* attr) const {
-    const char* value = e.Attribute(attr);
-    if (!value || trim(value).empty()) return std::nullopt;
-    return trim(value);
-  }
-  std::string_view required(const XMLElement& e, const char* attr) const {
-    const auto value = text(e, attr);
-    if (!value) fail(e, attr, "missing (required attribute)");
-    return *value;
-  }
-  std::optional<int> integer(const XMLElement& e, const char* attr, int min, int max) const {
-    const auto value = text(e, attr);
-    if (!value) return std::nullopt;
-    const auto parsed = parse_integer(*value);
-    if (!parsed) fail(e, attr, "'" + std::string(*value) + "' is not an integer");
-    if (*parsed < min || *parsed > max)
-      fail(e, attr,
-           std::string(*value) + " is out of range [" + std::to_string(min) + ", " +
-               std::to_string(max) + "]");
-    return static_cast<int>(*parsed);
-  }
-  std::uint64_t busid(const XMLElement& e, const char* attr) const {
-    const std::string_view value = required(e, attr);
+  std::uint64_t busid(const XMLElement& e, const char* attribute) const {
+    const std::string_view value = required(e, attribute);
     const auto parsed = parse_busid(value);
-    if (!parsed) fail(e, attr, "'" + std::string(value) + "' is not a PCI bus id (dddd:bb:dd.f)");
+    if (!parsed)
+      fail(e, attribute, "'" + std::string(value) + "' is not a PCI bus id (dddd:bb:dd.f)");
     return *parsed;
   }
-
- private:
-  const std::string& source_;
 };
 
 // The upstream link of one <pci>.
