@@ -729,6 +729,29 @@ TEST(DslDiagnosticsFiles, CoverAtLeastTwentyDistinctErrors) {
   EXPECT_GE(fragments.size(), 20u);
 }
 
+// A model's reply can be one line of 200 KB: render() shows a window around the column.
+TEST(DslDiagnosticsFiles, RenderCutsALongLineAroundTheColumn) {
+  std::string ranks;
+  while (ranks.size() < 100 * 1024) ranks += "0, ";
+  const std::string text = "ring over [" + ranks + "$" + ranks + "0]\n";
+  try {
+    parse_program(text, "long.ofl");
+    FAIL() << "expected an error at the '$'";
+  } catch (const DslError& e) {
+    const std::string column = std::to_string(text.find('$') + 1);
+    EXPECT_TRUE(std::string(e.what()).starts_with("long.ofl:1:" + column + ": error: "))
+        << e.what();
+    const std::string rendered = e.render();
+    EXPECT_LT(rendered.size(), std::string(e.what()).size() + 300) << rendered;
+    const auto line_start = rendered.find('\n') + 1, caret_start = rendered.rfind('\n') + 1;
+    const std::string shown = rendered.substr(line_start, caret_start - 1 - line_start);
+    const std::string caret = rendered.substr(caret_start);
+    EXPECT_TRUE(shown.starts_with("  ...") && shown.ends_with("...")) << shown;
+    ASSERT_LT(caret.size(), shown.size());
+    EXPECT_EQ(shown[caret.size() - 1], '$') << shown << "\n" << caret;
+  }
+}
+
 TEST(DslDiagnosticsFiles, RenderWithoutLocation) {
   const std::string huge(kMaxProgramBytes + 1, '\n');
   try {

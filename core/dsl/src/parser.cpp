@@ -429,12 +429,7 @@ std::string source_line(std::string_view text, int line) {
 std::string DslError::render() const {
   std::string out = what();
   if (source_line_.empty() || where().column <= 0) return out;
-  out += "\n  " + source_line_ + "\n  ";
-  for (int c = 1; c < where().column; ++c)
-    out += static_cast<std::size_t>(c - 1) < source_line_.size() && source_line_[c - 1] == '\t'
-               ? '\t'
-               : ' ';
-  return out + "^";
+  return out + "\n" + support::format_source_excerpt(source_line_, where().column);
 }
 
 Program parse_program(std::string_view text, const std::string& source) {

@@ -10,7 +10,8 @@
 namespace optiflow::dsl {
 
 /// An error located in a DSL program. what() is `file:line:col: error: message`;
-/// render() adds the source line and a caret under the column, for people and models.
+/// render() adds the source line (cut around the column when long) and a caret under the
+/// column, for people and models (support::format_source_excerpt).
 class DslError : public support::InputError {
  public:
   DslError(support::SourceLocation where, const std::string& message, std::string source_line)

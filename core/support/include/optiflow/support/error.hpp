@@ -1,8 +1,10 @@
 // Errors for bad user input (files, programs, command arguments), located in the input.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace optiflow::support {
 
@@ -17,6 +19,15 @@ struct SourceLocation {
 
 /// Renders `file:line:col: error: field: message`, omitting the parts that are unknown.
 std::string format_diagnostic(const SourceLocation& where, const std::string& message);
+
+/// How much of a source line an excerpt shows, at most (plus the "..." of each cut).
+inline constexpr std::size_t kExcerptWidth = 100;
+
+/// Two lines, each indented by two spaces: `line` and a caret under its `column` (1-based,
+/// in bytes; tabs are kept in the caret's indent so that it lines up). A line longer than
+/// kExcerptWidth (a model's reply can be one line of 200 KB) is cut to a window around the
+/// column, with "..." where it was cut; the caret still points at the same character.
+std::string format_source_excerpt(std::string_view line, int column);
 
 /// Thrown for malformed input; `what()` is one line that names the file, the place and the field.
 /// Never thrown for our own invariants (those are asserts).
