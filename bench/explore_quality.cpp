@@ -50,7 +50,10 @@ int main(int argc, char** argv) {
     options.sizes = {kSmall, kLarge};
     options.db_path = (dir / (name + ".db")).string();
     options.out_dir = (dir / name).string();
-    const auto result = explore::explore(options);
+    const auto result =
+        explore::explore(options, [](const std::string&, const propose::ProposalContext& context) {
+          return propose::make_offline_proposer(context);
+        });
     const auto topo = *topology::make_builtin_topology(name);
     const double ring = simple_time("ring over all\n", topo, kSmall);
     const double rd = simple_time("rd over all\n", topo, kSmall);

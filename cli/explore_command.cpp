@@ -9,6 +9,8 @@
 #include "format.hpp"
 #include "inputs.hpp"
 #include "optiflow/explore/explore.hpp"
+#include "optiflow/propose/proposer.hpp"
+#include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
 
 namespace optiflow::cli {
@@ -84,13 +86,21 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
         << "/<collective>-<topology>-<size>.json and .xml; programs: optiflow history program ID\n";
 }
 
+// The proposers this build offers, by --proposer name.
+std::unique_ptr<propose::Proposer> make_proposer(const std::string& name,
+                                                 const propose::ProposalContext& context) {
+  if (name == "offline") return propose::make_offline_proposer(context);
+  throw support::InputError(support::SourceLocation{"command line", 0, 0, "--proposer"},
+                            "proposer '" + name + "' is not available yet: use --proposer offline");
+}
+
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
   if (args.resume > 0) args.options.resume = args.resume;
   ProgressLine progress;
-  const auto result =
-      explore::explore(args.options, [&](const explore::Progress& p) { progress(p); });
+  const auto result = explore::explore(args.options, make_proposer,
+                                       [&](const explore::Progress& p) { progress(p); });
   progress.finish();
   print_result(result, args.collective, args.options.db_path);
 }

@@ -6,20 +6,19 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
 #include "evaluator.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/parallel.hpp"
 #include "optiflow/support/sizes.hpp"
 #include "optiflow/support/text_file.hpp"
 #include "optiflow/topology/bounds.hpp"
@@ -48,17 +47,6 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: independent seeds per propo
   return x ^ (x >> 31);
 }
 
-template <typename F>
-void parallel_for(std::size_t count, unsigned threads, F body) {
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < count; i = next++) body(i);
-  };
-  std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < threads && t < count; ++t) pool.emplace_back(work);
-  work();
-}
-
 std::string hostname() {
   char name[256] = {};
   return gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
@@ -79,7 +67,7 @@ std::string baseline_program(const topology::Topology& topo) {
 struct Candidate {
   std::int64_t seq = 0, iteration = 0;
   int island = -1;  // -1: a template, offered to every island
-  std::string source, canonical, diagnostics;
+  std::string source, origin, canonical, diagnostics;
   std::vector<std::int64_t> parent_ids;
   Compiled compiled;
   Simulated simulated;
@@ -88,8 +76,10 @@ struct Candidate {
 
 class Exploration {
  public:
-  Exploration(const ExploreOptions& options, const ProgressSink& progress)
+  Exploration(const ExploreOptions& options, const propose::ProposerFactory& make_proposer,
+              const ProgressSink& progress)
       : options_(options),
+        make_proposer_(make_proposer),
         progress_(progress),
         store_(db::Store::open(options.db_path)),
         start_(Clock::now()) {}
@@ -107,7 +97,8 @@ class Exploration {
         c.seq = seq;
         c.iteration = iteration;
         if (next_template < templates.size()) {
-          c.source = templates[next_template++];
+          c.source = templates[next_template].source;
+          c.origin = templates[next_template++].origin;
         } else {
           propose(c, rng);
         }
@@ -141,10 +132,6 @@ class Exploration {
       committed_ = store_.candidates(run_id_);
     }
     if (options_.sizes.empty()) options_.sizes = support::parse_sizes("1K:1G");
-    if (options_.proposer != "offline")
-      throw support::InputError(
-          support::SourceLocation{"command line", 0, 0, "--proposer"},
-          "proposer '" + options_.proposer + "' is not available yet: use --proposer offline");
     topology_ = std::make_unique<topology::Topology>(topology::load_topology(options_.topology));
     bound_ = std::make_unique<topology::LowerBound>(
         topology::LowerBound::compute(*topology_, options_.collective));
@@ -152,7 +139,7 @@ class Exploration {
     topology_id_ =
         store_.put_topology(topology_->name(), topology::write_topology_json(*topology_));
     context_ = propose::ProposalContext{topology_.get(), options_.collective, options_.sizes};
-    proposer_ = propose::make_offline_proposer(context_);
+    proposer_ = make_proposer_(options_.proposer, context_);
     population_ = ProgramDatabase(options_.sizes.size(), kIslands, kPerIsland);
     best_.assign(options_.sizes.size(), Best{});
     if (!options_.resume) {
@@ -191,7 +178,9 @@ class Exploration {
     }
     if (request.parents.empty())
       request.parents.push_back(propose::Parent{baseline_program(*topology_), {}, {}, {}, {}});
-    c.source = proposer_->propose(request);
+    propose::Proposal proposal = proposer_->propose(request);
+    c.source = std::move(proposal.source);
+    c.origin = std::move(proposal.origin);
   }
 
   // Parse serially (cheap, and finds repeats), compile and simulate in parallel.
@@ -210,9 +199,7 @@ class Exploration {
       fresh.push_back(i);
       seen_[c.canonical];  // later repeats in this batch wait for this one
     }
-    const unsigned threads =
-        options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
-    parallel_for(fresh.size(), threads, [&](std::size_t k) {
+    support::parallel_for(fresh.size(), options_.threads, [&](std::size_t k) {
       Candidate& c = batch[fresh[k]];
       c.compiled = compile_candidate(c.canonical, *topology_, options_.collective);
       if (c.compiled.ok)
@@ -246,7 +233,7 @@ class Exploration {
       r.iteration = c.iteration;
       r.island = c.island;
       r.program_source = c.canonical.empty() ? c.source : c.canonical;
-      r.origin = "offline";
+      r.origin = c.origin;
       r.parent_program_ids = c.parent_ids;
       r.collective = std::string(support::to_string(options_.collective));
       r.compiled = ok;
@@ -364,6 +351,7 @@ class Exploration {
   };
 
   ExploreOptions options_;
+  const propose::ProposerFactory& make_proposer_;
   const ProgressSink& progress_;
   db::Store store_;
   Clock::time_point start_;
@@ -381,8 +369,9 @@ class Exploration {
 
 }  // namespace
 
-ExploreResult explore(const ExploreOptions& options, const ProgressSink& progress) {
-  return Exploration(options, progress).run();
+ExploreResult explore(const ExploreOptions& options, const propose::ProposerFactory& make_proposer,
+                      const ProgressSink& progress) {
+  return Exploration(options, make_proposer, progress).run();
 }
 
 }  // namespace optiflow::explore

@@ -248,9 +248,19 @@ class OfflineProposer final : public Proposer {
 
   std::string name() const override { return "offline"; }
 
-  std::vector<std::string> initial_programs() override { return template_programs(context_); }
+  std::vector<Proposal> initial_programs() override {
+    std::vector<Proposal> proposals;
+    for (std::string& source : template_programs(context_))
+      proposals.push_back({std::move(source), name()});
+    return proposals;
+  }
 
-  std::string propose(const ProposalRequest& request) override {
+  Proposal propose(const ProposalRequest& request) override {
+    return {mutate_or_combine(request), name()};
+  }
+
+ private:
+  std::string mutate_or_combine(const ProposalRequest& request) const {
     Dice dice(request.seed);
     Program program = parse(request.parents.front().source);
     if (request.parents.size() > 1) {
@@ -276,7 +286,6 @@ class OfflineProposer final : public Proposer {
     return dsl::print_program(program);
   }
 
- private:
   static Program parse(const std::string& source) {
     try {
       return dsl::parse_program(source, "parent");

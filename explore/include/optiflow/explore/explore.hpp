@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "optiflow/propose/proposer.hpp"
 #include "optiflow/support/collective.hpp"
 
 namespace optiflow::explore {
@@ -18,7 +19,7 @@ struct ExploreOptions {
   std::vector<std::uint64_t> sizes;  ///< empty = 1K:1G
   std::int64_t budget = 500;         ///< candidates evaluated (duplicates are free)
   double time_limit_s = 0;           ///< 0 = none; a time limit makes runs irreproducible
-  std::string proposer = "offline";
+  std::string proposer = "offline";  ///< the name given to the ProposerFactory
   std::uint64_t seed = 1;
   std::string db_path = "optiflow.db";
   std::optional<std::int64_t> resume;  ///< continue this run (its own options apply)
@@ -56,8 +57,11 @@ struct Progress {
 };
 using ProgressSink = std::function<void(const Progress&)>;
 
-/// Runs (or resumes) an exploration. Throws support::InputError for bad options, db::DbError
-/// for storage failures; whatever was committed before a failure stays committed.
-ExploreResult explore(const ExploreOptions& options, const ProgressSink& progress = {});
+/// Runs (or resumes) an exploration with the proposer that `make_proposer` makes for
+/// options.proposer (a resumed run's own proposer); every candidate's origin is the one its
+/// proposal names. Throws support::InputError for bad options, db::DbError for storage
+/// failures; whatever was committed before a failure stays committed.
+ExploreResult explore(const ExploreOptions& options, const propose::ProposerFactory& make_proposer,
+                      const ProgressSink& progress = {});
 
 }  // namespace optiflow::explore

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,15 +45,26 @@ struct ProposalRequest {
   std::uint64_t seed = 0;       ///< the proposal must depend only on this and the parents
 };
 
+/// A program and where it came from ("offline", "llm", ...), as the store records it.
+struct Proposal {
+  std::string source;
+  std::string origin;
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
   virtual std::string name() const = 0;
   /// Programs to start from, in a fixed order (the template library, or a model's first ideas).
-  virtual std::vector<std::string> initial_programs() = 0;
+  virtual std::vector<Proposal> initial_programs() = 0;
   /// One new program; may be invalid (the evaluator rejects it with a diagnostic).
-  virtual std::string propose(const ProposalRequest& request) = 0;
+  virtual Proposal propose(const ProposalRequest& request) = 0;
 };
+
+/// Makes the proposer called `name` for `context`; throws support::InputError naming
+/// --proposer for a name it does not know. The command line injects one into explore.
+using ProposerFactory =
+    std::function<std::unique_ptr<Proposer>(const std::string& name, const ProposalContext&)>;
 
 /// The built-in proposer: parametric templates for the topology, then mutation and crossover
 /// on the syntax tree, guided by the parents' results. Deterministic.
