@@ -17,15 +17,21 @@ std::string block_text(std::int32_t rank, std::int32_t tb) {
   return "rank " + std::to_string(rank) + " tb " + std::to_string(tb);
 }
 
+std::string step_text(std::int32_t rank, std::int32_t tb, std::int32_t index, StepKind kind) {
+  return block_text(rank, tb) + " step " + std::to_string(index) + " (" +
+         std::string(to_string(kind)) + ")";
+}
+
 }  // namespace
 
-FlatSchedule::FlatSchedule(const Schedule& schedule) : schedule_(&schedule) {
+FlatSchedule::FlatSchedule(const Schedule& schedule, UnpairedMessages unpaired)
+    : schedule_(&schedule) {
   if (schedule.ranks < 0 || static_cast<std::size_t>(schedule.ranks) != schedule.programs.size())
     fail(schedule, "the schedule has " + std::to_string(schedule.ranks) + " ranks but " +
                        std::to_string(schedule.programs.size()) + " rank programs");
   add_blocks();
   add_deps();
-  match_messages();
+  match_messages(unpaired);
 }
 
 void FlatSchedule::add_blocks() {
@@ -71,7 +77,15 @@ void FlatSchedule::add_blocks() {
         blocks_[id].send_connection = connect(rank, tb.send_peer, tb.channel, id, true);
       if (check_peer(rank, tb_index, tb.recv_peer))
         blocks_[id].recv_connection = connect(tb.recv_peer, rank, tb.channel, id, false);
-      for (const Step& step : tb.steps) {
+      for (std::size_t s = 0; s < tb.steps.size(); ++s) {
+        const Step& step = tb.steps[s];
+        // Such a step would silently belong to no connection and never pair up.
+        const bool sends_nowhere = step_sends(step.kind) && tb.send_peer == -1;
+        const bool receives_from_nowhere = step_receives(step.kind) && tb.recv_peer == -1;
+        if (sends_nowhere || receives_from_nowhere)
+          fail(schedule, step_text(rank, tb_index, static_cast<std::int32_t>(s), step.kind) +
+                             (sends_nowhere ? ": sends, but the block has no send peer"
+                                            : ": receives, but the block has no receive peer"));
         steps_.push_back(&step);
         block_.push_back(id);
       }
@@ -114,59 +128,65 @@ void FlatSchedule::add_deps() {
     for (StepId target : deps(id)) dependents_[next[target]++] = id;
 }
 
-void FlatSchedule::match_messages() {
+void FlatSchedule::match_messages(UnpairedMessages unpaired) {
   const std::size_t n = steps_.size();
   matching_send_.assign(n, kNoStep);
   matching_receive_.assign(n, kNoStep);
   message_index_.assign(n, kNone);
-  for (FlatConnection& connection : connections_) {
-    if (connection.sender == kNone || connection.receiver == kNone) {
-      check_unpaired(connection);
-      continue;
-    }
-    const FlatBlock& sender = blocks_[connection.sender];
-    const FlatBlock& receiver = blocks_[connection.receiver];
-    StepId recv = receiver.first;
-    auto next_receive = [&] {
-      while (recv < receiver.end && !step_receives(steps_[recv]->kind)) ++recv;
-      return recv < receiver.end ? recv++ : kNoStep;
-    };
-    for (StepId send = sender.first; send < sender.end; ++send) {
-      if (!step_sends(steps_[send]->kind)) continue;
-      const StepId match = next_receive();
-      if (match == kNoStep) break;
-      matching_receive_[send] = match;
-      matching_send_[match] = send;
-      message_index_[send] = connection.messages++;
-    }
-    const std::uint32_t sends = count_steps(sender, step_sends);
-    const std::uint32_t receives = count_steps(receiver, step_receives);
-    if (sends != receives) fail_unpaired(connection, sends, receives);
-  }
+  for (FlatConnection& connection : connections_) match_connection(connection, unpaired);
 }
 
-std::uint32_t FlatSchedule::count_steps(const FlatBlock& block,
-                                        bool (*kind_matches)(StepKind)) const {
+// FIFO: the k-th send of the sending block pairs with the k-th receive of the receiving one.
+void FlatSchedule::match_connection(FlatConnection& connection, UnpairedMessages unpaired) {
+  auto next_step = [&](BlockId block, StepId from, bool (*kind_matches)(StepKind)) {
+    if (block == kNone) return kNoStep;
+    for (StepId id = from; id < blocks_[block].end; ++id)
+      if (kind_matches(steps_[id]->kind)) return id;
+    return kNoStep;
+  };
+  const StepId sender_first = connection.sender == kNone ? 0 : blocks_[connection.sender].first;
+  const StepId receiver_first =
+      connection.receiver == kNone ? 0 : blocks_[connection.receiver].first;
+  StepId send = next_step(connection.sender, sender_first, step_sends);
+  StepId recv = next_step(connection.receiver, receiver_first, step_receives);
+  std::uint32_t sent = 0;
+  for (; send != kNoStep; send = next_step(connection.sender, send + 1, step_sends)) {
+    message_index_[send] = sent++;
+    if (recv == kNoStep) continue;
+    matching_receive_[send] = recv;
+    matching_send_[recv] = send;
+    ++connection.messages;
+    recv = next_step(connection.receiver, recv + 1, step_receives);
+  }
+  if (unpaired == UnpairedMessages::keep) return;
+  for (StepId id = sender_first; connection.sender != kNone && id < blocks_[connection.sender].end;
+       ++id)
+    if (step_sends(steps_[id]->kind) && matching_receive_[id] == kNoStep)
+      fail_unpaired(connection, id, true);
+  if (recv != kNoStep) fail_unpaired(connection, recv, false);
+}
+
+std::uint32_t FlatSchedule::count_steps(BlockId block, bool (*kind_matches)(StepKind)) const {
+  if (block == kNone) return 0;
   std::uint32_t count = 0;
-  for (StepId s = block.first; s < block.end; ++s) count += kind_matches(steps_[s]->kind);
+  for (StepId s = blocks_[block].first; s < blocks_[block].end; ++s)
+    count += kind_matches(steps_[s]->kind);
   return count;
 }
 
-// A connection with a block at one end only is fine as long as that end moves no data.
-void FlatSchedule::check_unpaired(const FlatConnection& connection) const {
-  const std::uint32_t sends =
-      connection.sender == kNone ? 0 : count_steps(blocks_[connection.sender], step_sends);
-  const std::uint32_t receives =
-      connection.receiver == kNone ? 0 : count_steps(blocks_[connection.receiver], step_receives);
-  if (sends != receives) fail_unpaired(connection, sends, receives);
-}
-
-void FlatSchedule::fail_unpaired(const FlatConnection& connection, std::uint32_t sends,
-                                 std::uint32_t receives) const {
-  fail(*schedule_, "rank " + std::to_string(connection.src) + " sends " + std::to_string(sends) +
-                       " messages to rank " + std::to_string(connection.dst) + " on channel " +
-                       std::to_string(connection.channel) + ", which receives " +
-                       std::to_string(receives));
+void FlatSchedule::fail_unpaired(const FlatConnection& connection, StepId unpaired,
+                                 bool sends) const {
+  const FlatBlock& block = block_of(unpaired);
+  const Step& step = *steps_[unpaired];
+  const std::string src = std::to_string(connection.src), dst = std::to_string(connection.dst);
+  const std::string channel = " on channel " + std::to_string(connection.channel);
+  fail(*schedule_, step_text(block.rank, block.index, index_in_block(unpaired), step.kind) +
+                       (sends ? ": its message to rank " + dst + channel + " is never received"
+                              : ": no message from rank " + src + channel + " is left for it") +
+                       " (rank " + src + " sends " +
+                       std::to_string(count_steps(connection.sender, step_sends)) +
+                       " messages to rank " + dst + channel + ", which receives " +
+                       std::to_string(count_steps(connection.receiver, step_receives)) + ")");
 }
 
 }  // namespace optiflow::schedule

@@ -1,7 +1,11 @@
 // The schedule verifier (docs/schedule-ir.md, "Verification"): structural checks, then symbolic
-// execution of every step on values (chunk index, contributing ranks), then the collective's
-// postcondition, chunk by chunk.
+// execution of the flattened schedule on values (chunk index, contributing ranks), then the
+// collective's postcondition, chunk by chunk.
 #include "optiflow/schedule/verifier.hpp"
+
+#include <deque>
+#include <functional>
+#include <queue>
 
 #include "verifier_model.hpp"
 
@@ -12,23 +16,26 @@ using namespace verifier_detail;
 
 // ---- Execution ----------------------------------------------------------------------------
 
-// Runs a structurally sound Program on symbolic values with unbounded connection buffers.
+// Runs a structurally sound schedule on symbolic values with unbounded connection buffers.
 class Executor {
  public:
-  Executor(const Program& program, Diagnostics& diagnostics)
-      : program_(program),
+  Executor(const FlatSchedule& flat, const BufferLayout& layout, Diagnostics& diagnostics)
+      : flat_(flat),
+        layout_(layout),
         diag_(diagnostics),
-        slots_(program.slot_count, kNoValue),
-        writers_(program.slot_count, kNoStep),
-        mailboxes_(program.connections.size()) {
-    index_steps();
+        slots_(layout.slot_count, kNoValue),
+        writers_(layout.slot_count, kNoStep),
+        pending_(flat.step_count(), 0),
+        done_(flat.step_count(), false),
+        mailboxes_(flat.connections().size()) {
+    count_prerequisites();
     load_inputs();
   }
 
   /// Runs every step that can run, non-receiving steps first and ties by (rank, tb), so that a
   /// missing dependency on a receive shows up as a read of an empty chunk. Returns the count.
   std::size_t run() {
-    for (StepId id = 0; id < program_.step_count; ++id)
+    for (StepId id = 0; id < flat_.step_count(); ++id)
       if (pending_[id] == 0) make_ready(id);
     while (true) {
       auto& queue = !local_ready_.empty() ? local_ready_ : recv_ready_;
@@ -39,8 +46,12 @@ class Executor {
       complete(id);
     }
     add_read_hints();
-    return executed_;
+    return order_.size();
   }
+
+  /// The steps that ran, in the order they ran: a topological order of the happens-before
+  /// graph, as a step runs only after everything it waits for.
+  std::span<const StepId> order() const { return order_; }
 
   /// Reports the steps that never ran, what they wait for, and a wait cycle when there is one.
   void report_deadlock() const;
@@ -48,21 +59,11 @@ class Executor {
   void check_postcondition() const;
 
  private:
-  struct StepAt {
-    const Block& block;
-    const Step& step;
-    std::int32_t index;  // within its block
-  };
-  struct Message {
-    StepId sender = kNoStep;
-    std::int32_t count = 0;
-  };
-  // What one connection holds: its messages in order, their values back to back.
+  // What one connection holds: the sends not yet received, their values back to back.
   struct Mailbox {
-    std::deque<Message> messages;
+    std::deque<StepId> messages;
     std::deque<ValueId> values;
     std::size_t sent = 0;
-    StepId waiting = kNoStep;  // the receive that is ready but for a message
   };
   // An empty read whose message gets a hint once execution shows who writes the chunk.
   struct ReadHint {
@@ -72,23 +73,15 @@ class Executor {
   };
   using ReadyQueue = std::priority_queue<StepId, std::vector<StepId>, std::greater<>>;
 
-  StepAt at(StepId id) const {
-    const Block& block = program_.blocks[block_of_[id]];
-    const auto index = static_cast<std::int32_t>(id - block.first);
-    return {block, block.tb->steps[static_cast<std::size_t>(index)], index};
-  }
-  std::string label(StepId id) const {
-    const StepAt here = at(id);
-    return step_label(here.block.rank, here.block.index, here.index, here.step.kind);
-  }
+  std::string label(StepId id) const { return step_label(flat_, id); }
   const RankLayout& layout(std::int32_t rank) const {
-    return program_.layouts[static_cast<std::size_t>(rank)];
+    return layout_.ranks[static_cast<std::size_t>(rank)];
   }
   std::size_t slot_of(BufferKind buffer, std::int64_t chunk) const {
-    return layout(rank_)[buffer].base + static_cast<std::size_t>(chunk);
+    return layout_.slot(rank_, buffer, chunk);
   }
 
-  void index_steps();
+  void count_prerequisites();
   void load_inputs();
   void make_ready(StepId id);
   void complete(StepId id);
@@ -97,8 +90,8 @@ class Executor {
   ValueId read(BufferKind buffer, std::int64_t chunk);
   ValueId add(ValueId local, ValueId other, BufferKind buffer, std::int64_t chunk);
   void write(BufferKind buffer, std::int64_t chunk, ValueId value);
-  void receive(std::int32_t connection, std::int32_t count);
-  void send(std::int32_t connection, StepId sender, std::int32_t count);
+  void receive(StepId id);
+  void send(StepId id);
   void add_read_hints();
 
   BlockId blocker(StepId head, const std::vector<StepId>& heads) const;
@@ -107,20 +100,18 @@ class Executor {
   void check_reduced(std::int32_t rank, std::int32_t index, std::int32_t chunk,
                      ValueId value) const;
 
-  const Program& program_;
+  const FlatSchedule& flat_;
+  const BufferLayout& layout_;
   Diagnostics& diag_;
   ValueTable values_;
   std::vector<ValueId> slots_;
   std::vector<StepId> writers_;        // per slot: the last step that wrote it
-  std::vector<BlockId> block_of_;      // per step
   std::vector<std::int32_t> pending_;  // per step: predecessors not yet complete
   std::vector<bool> done_;
-  std::vector<std::size_t> dependents_begin_;  // per step, into dependents_ (CSR)
-  std::vector<StepId> dependents_;
   std::vector<Mailbox> mailboxes_;  // per connection
   ReadyQueue local_ready_;
   ReadyQueue recv_ready_;
-  std::size_t executed_ = 0;
+  std::vector<StepId> order_;
   std::vector<ReadHint> read_hints_;
 
   // The step being executed, for messages; and scratch space reused across steps.
@@ -131,35 +122,17 @@ class Executor {
   std::vector<RankRange> twice_;
 };
 
-// Predecessor counts and the reverse dependency edges, so completing a step touches only its
-// successors: the run is linear in steps plus dependencies.
-void Executor::index_steps() {
-  const std::size_t steps = program_.step_count;
-  block_of_.resize(steps);
-  pending_.assign(steps, 0);
-  done_.assign(steps, false);
-  dependents_begin_.assign(steps + 1, 0);
-  for (std::size_t b = 0; b < program_.blocks.size(); ++b) {
-    const Block& block = program_.blocks[b];
-    for (StepId id = block.first; id < block.end(); ++id) {
-      const Step& step = block.tb->steps[id - block.first];
-      block_of_[id] = static_cast<BlockId>(b);
-      pending_[id] = (id > block.first ? 1 : 0) + static_cast<std::int32_t>(step.deps.size());
-      for (const StepRef& dep : step.deps)
-        ++dependents_begin_[program_.step_id(block.rank, dep) + 1];
-    }
-  }
-  for (std::size_t id = 0; id < steps; ++id) dependents_begin_[id + 1] += dependents_begin_[id];
-  dependents_.resize(dependents_begin_[steps]);
-  std::vector<std::size_t> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
-  for (const Block& block : program_.blocks)
-    for (StepId id = block.first; id < block.end(); ++id)
-      for (const StepRef& dep : block.tb->steps[id - block.first].deps)
-        dependents_[fill[program_.step_id(block.rank, dep)]++] = id;
+// A step waits for its block predecessor, its deps and, if it receives, the matching send; one
+// that receives without a matching send waits forever (a deadlock, reported with its cause).
+void Executor::count_prerequisites() {
+  for (StepId id = 0; id < flat_.step_count(); ++id)
+    pending_[id] = (id > flat_.block_of(id).first ? 1 : 0) +
+                   static_cast<std::int32_t>(flat_.deps(id).size()) +
+                   (step_receives(flat_.step(id).kind) ? 1 : 0);
 }
 
 void Executor::load_inputs() {
-  const Shape& shape = program_.shape;
+  const Shape& shape = layout_.shape;
   for (std::int32_t rank = 0; rank < shape.ranks; ++rank) {
     const BufferSpan& input = layout(rank)[BufferKind::input];
     for (std::int32_t j = 0; j < input.size; ++j) {
@@ -170,42 +143,32 @@ void Executor::load_inputs() {
 }
 
 void Executor::make_ready(StepId id) {
-  const StepAt here = at(id);
-  if (!step_receives(here.step.kind)) {
-    local_ready_.push(id);
-    return;
-  }
-  Mailbox& mailbox = mailboxes_[static_cast<std::size_t>(here.block.recv_connection)];
-  if (mailbox.messages.empty())
-    mailbox.waiting = id;
-  else
-    recv_ready_.push(id);
+  (step_receives(flat_.step(id).kind) ? recv_ready_ : local_ready_).push(id);
 }
 
 void Executor::complete(StepId id) {
   done_[id] = true;
-  ++executed_;
+  order_.push_back(id);
   auto release = [&](StepId next) {
     if (--pending_[next] == 0) make_ready(next);
   };
-  if (id + 1 < program_.blocks[block_of_[id]].end()) release(id + 1);
-  for (std::size_t i = dependents_begin_[id]; i < dependents_begin_[id + 1]; ++i)
-    release(dependents_[i]);
+  if (id + 1 < flat_.block_of(id).end) release(id + 1);
+  for (StepId dependent : flat_.dependents(id)) release(dependent);
+  if (flat_.matching_receive(id) != kNoStep) release(flat_.matching_receive(id));
 }
 
 void Executor::execute(StepId id) {
-  const StepAt here = at(id);
-  const Step& step = here.step;
+  const Step& step = flat_.step(id);
   if (step.kind == StepKind::nop) return;
   current_ = id;
-  rank_ = here.block.rank;
-  if (step_receives(step.kind)) receive(here.block.recv_connection, step.count);
+  rank_ = flat_.rank_of(id);
+  if (step_receives(step.kind)) receive(id);
   results_.clear();
   for (std::int32_t i = 0; i < step.count; ++i) results_.push_back(compute(step, i));
-  if (operands(step.kind).dst)
+  if (operands(step.kind).writes_dst)
     for (std::int32_t i = 0; i < step.count; ++i)
       write(step.dst_buf, std::int64_t{step.dst_off} + i, results_[static_cast<std::size_t>(i)]);
-  if (step_sends(step.kind)) send(here.block.send_connection, id, step.count);
+  if (step_sends(step.kind)) send(id);
 }
 
 // The value the step produces for its i-th chunk (what it stores, sends, or both).
@@ -274,10 +237,8 @@ ValueId Executor::add(ValueId local, ValueId other, BufferKind buffer, std::int6
 void Executor::write(BufferKind buffer, std::int64_t chunk, ValueId value) {
   const std::size_t slot = slot_of(buffer, chunk);
   const ValueId old = slots_[slot];
-  const BufferSpan& output = layout(rank_)[BufferKind::output];
-  const bool in_output =
-      slot >= output.base && slot - output.base < static_cast<std::size_t>(output.size);
-  if (program_.shape.gathers() && in_output && old > kBadValue && value > kBadValue &&
+  const bool in_output = layout(rank_)[BufferKind::output].contains(slot);
+  if (layout_.shape.gathers() && in_output && old > kBadValue && value > kBadValue &&
       !values_.same(old, value))
     diag_.report([&] {
       return label(current_) + ": overwrites " + chunk_label(buffer, chunk) + ", which holds " +
@@ -287,29 +248,30 @@ void Executor::write(BufferKind buffer, std::int64_t chunk, ValueId value) {
   writers_[slot] = current_;
 }
 
-void Executor::receive(std::int32_t connection, std::int32_t count) {
-  Mailbox& mailbox = mailboxes_[static_cast<std::size_t>(connection)];
-  const Message message = mailbox.messages.front();
+// FIFO order: the receives of a connection run in block order after their matching sends, so
+// the oldest message is this receive's.
+void Executor::receive(StepId id) {
+  const Step& step = flat_.step(id);
+  Mailbox& mailbox = mailboxes_[flat_.block_of(id).recv_connection];
+  const StepId sender = mailbox.messages.front();
+  const std::int32_t sent = flat_.step(sender).count;
   mailbox.messages.pop_front();
-  const auto values_end = mailbox.values.begin() + message.count;
+  const auto values_end = mailbox.values.begin() + sent;
   received_.assign(mailbox.values.begin(), values_end);
   mailbox.values.erase(mailbox.values.begin(), values_end);
-  if (message.count == count) return;
+  if (sent == step.count) return;
   diag_.report([&] {
-    return label(current_) + ": receives " + plural(count, "chunk") + ", but the matching send " +
-           label(message.sender) + " sent " + plural(message.count, "chunk");
+    return label(current_) + ": receives " + plural(step.count, "chunk") +
+           ", but the matching send " + label(sender) + " sent " + plural(sent, "chunk");
   });
-  received_.assign(static_cast<std::size_t>(count), kBadValue);
+  received_.assign(static_cast<std::size_t>(step.count), kBadValue);
 }
 
-void Executor::send(std::int32_t connection, StepId sender, std::int32_t count) {
-  Mailbox& mailbox = mailboxes_[static_cast<std::size_t>(connection)];
-  mailbox.messages.push_back({sender, count});
+void Executor::send(StepId id) {
+  Mailbox& mailbox = mailboxes_[flat_.block_of(id).send_connection];
+  mailbox.messages.push_back(id);
   mailbox.values.insert(mailbox.values.end(), results_.begin(), results_.end());
   ++mailbox.sent;
-  if (mailbox.waiting == kNoStep) return;
-  recv_ready_.push(mailbox.waiting);
-  mailbox.waiting = kNoStep;
 }
 
 void Executor::add_read_hints() {
@@ -324,40 +286,31 @@ void Executor::add_read_hints() {
 
 // ---- Deadlock -----------------------------------------------------------------------------
 
-// The block a stuck step waits for, when that block is stuck too (kNoBlock when it waits for
+// The block a stuck step waits for, when that block is stuck too (kNone when it waits for
 // something that can never come). A head's own block predecessor has run, so it waits either
 // for a dependency or, with those done, for a message.
 BlockId Executor::blocker(StepId head, const std::vector<StepId>& heads) const {
-  const StepAt here = at(head);
-  for (const StepRef& dep : here.step.deps) {
-    const StepId dep_id = program_.step_id(here.block.rank, dep);
-    if (!done_[dep_id]) return block_of_[dep_id];
-  }
-  const Connection& connection =
-      program_.connections[static_cast<std::size_t>(here.block.recv_connection)];
-  if (connection.sender == kNoBlock ||
-      heads[static_cast<std::size_t>(connection.sender)] == kNoStep)
-    return kNoBlock;
+  for (StepId dep : flat_.deps(head))
+    if (!done_[dep]) return flat_.block_id(dep);
+  const FlatConnection& connection = flat_.connections()[flat_.block_of(head).recv_connection];
+  if (connection.sender == kNone || heads[connection.sender] == kNoStep) return kNone;
   return connection.sender;
 }
 
 std::string Executor::wait_text(StepId head, const std::vector<StepId>& heads) const {
-  const StepAt here = at(head);
-  for (const StepRef& dep : here.step.deps) {
-    const StepId dep_id = program_.step_id(here.block.rank, dep);
-    if (!done_[dep_id]) return label(head) + " waits for " + label(dep_id) + ", which never runs";
-  }
-  const auto connection_index = static_cast<std::size_t>(here.block.recv_connection);
-  const Connection& connection = program_.connections[connection_index];
+  for (StepId dep : flat_.deps(head))
+    if (!done_[dep]) return label(head) + " waits for " + label(dep) + ", which never runs";
+  const std::uint32_t connection_index = flat_.block_of(head).recv_connection;
+  const FlatConnection& connection = flat_.connections()[connection_index];
   const std::string src = std::to_string(connection.src);
   const std::string channel = std::to_string(connection.channel);
   std::string text = label(head) + " waits for a message from rank " + src + " on channel " +
                      channel + " that is never sent";
-  if (connection.sender == kNoBlock)
+  if (connection.sender == kNone)
     return text + " (rank " + src + " has no thread block sending to rank " +
            std::to_string(connection.dst) + " on channel " + channel + ")";
-  const Block& sender = program_.blocks[static_cast<std::size_t>(connection.sender)];
-  const StepId sender_head = heads[static_cast<std::size_t>(connection.sender)];
+  const FlatBlock& sender = flat_.blocks()[connection.sender];
+  const StepId sender_head = heads[connection.sender];
   if (sender_head == kNoStep)
     return text + " (" + block_label(sender.rank, sender.index) + " finishes after sending " +
            plural(static_cast<std::int64_t>(mailboxes_[connection_index].sent), "message") + ")";
@@ -374,31 +327,30 @@ std::vector<BlockId> find_cycle(const std::vector<BlockId>& next,
     if (heads[start] == kNoStep || state[start] != unseen) continue;
     std::vector<BlockId> walk;
     auto block = static_cast<BlockId>(start);
-    while (block != kNoBlock && state[static_cast<std::size_t>(block)] == unseen) {
-      state[static_cast<std::size_t>(block)] = on_walk;
+    while (block != kNone && state[block] == unseen) {
+      state[block] = on_walk;
       walk.push_back(block);
-      block = next[static_cast<std::size_t>(block)];
+      block = next[block];
     }
-    if (block != kNoBlock && state[static_cast<std::size_t>(block)] == on_walk)
+    if (block != kNone && state[block] == on_walk)
       return {std::find(walk.begin(), walk.end(), block), walk.end()};
-    for (BlockId seen : walk) state[static_cast<std::size_t>(seen)] = finished;
+    for (BlockId seen : walk) state[seen] = finished;
   }
   return {};
 }
 
 void Executor::report_deadlock() const {
-  const std::size_t stuck_steps = program_.step_count - executed_;
+  const std::size_t stuck_steps = flat_.step_count() - order_.size();
   if (stuck_steps == 0) return;
+  const std::span<const FlatBlock> blocks = flat_.blocks();
   // Blocks run their steps in order, so each block's first step not done is the one waiting.
-  std::vector<StepId> heads(program_.blocks.size(), kNoStep);
-  for (std::size_t b = 0; b < program_.blocks.size(); ++b) {
-    const Block& block = program_.blocks[b];
-    for (StepId id = block.first; id < block.end() && heads[b] == kNoStep; ++id)
+  std::vector<StepId> heads(blocks.size(), kNoStep);
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    for (StepId id = blocks[b].first; id < blocks[b].end && heads[b] == kNoStep; ++id)
       if (!done_[id]) heads[b] = id;
-  }
-  std::vector<BlockId> next(program_.blocks.size(), kNoBlock);
+  std::vector<BlockId> next(blocks.size(), kNone);
   std::vector<BlockId> stuck;
-  for (std::size_t b = 0; b < program_.blocks.size(); ++b) {
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
     if (heads[b] == kNoStep) continue;
     next[b] = blocker(heads[b], heads);
     stuck.push_back(static_cast<BlockId>(b));
@@ -407,49 +359,48 @@ void Executor::report_deadlock() const {
     const std::vector<BlockId> cycle = find_cycle(next, heads);
     // The causes first: blocks waiting for nothing that is stuck, then a cycle's members.
     std::vector<BlockId> examples;
-    std::vector<bool> listed(program_.blocks.size(), false);
+    std::vector<bool> listed(blocks.size(), false);
     auto list = [&](BlockId b) {
-      if (examples.size() == kDeadlockExamples || listed[static_cast<std::size_t>(b)]) return;
-      listed[static_cast<std::size_t>(b)] = true;
+      if (examples.size() == kDeadlockExamples || listed[b]) return;
+      listed[b] = true;
       examples.push_back(b);
     };
     for (BlockId b : stuck)
-      if (next[static_cast<std::size_t>(b)] == kNoBlock) list(b);
+      if (next[b] == kNone) list(b);
     for (BlockId b : cycle) list(b);
     for (BlockId b : stuck) list(b);
     std::string text = "deadlock: " + plural(static_cast<std::int64_t>(stuck_steps), "step") +
                        " in " + plural(static_cast<std::int64_t>(stuck.size()), "thread block") +
                        " cannot run";
-    for (BlockId b : examples)
-      text += "\n  " + wait_text(heads[static_cast<std::size_t>(b)], heads);
+    for (BlockId b : examples) text += "\n  " + wait_text(heads[b], heads);
     if (stuck.size() > examples.size())
       text += "\n  ... and " + std::to_string(stuck.size() - examples.size()) + " more waiting";
     if (cycle.empty()) return text;
     text += "\n  cycle:";
     for (std::size_t i = 0; i < cycle.size() && i < kCycleStepsShown; ++i)
-      text += " " + label(heads[static_cast<std::size_t>(cycle[i])]) + " ->";
+      text += " " + label(heads[cycle[i]]) + " ->";
     if (cycle.size() > kCycleStepsShown)
       text += " ... (" + plural(static_cast<std::int64_t>(cycle.size()), "thread block") +
               " in all) ->";
-    return text + " " + label(heads[static_cast<std::size_t>(cycle.front())]);
+    return text + " " + label(heads[cycle.front()]);
   });
 }
 
 // One error per connection: its later leftovers have the same cause as the first.
 void Executor::report_unreceived() const {
   for (std::size_t c = 0; c < mailboxes_.size(); ++c) {
-    const std::deque<Message>& left = mailboxes_[c].messages;
+    const std::deque<StepId>& left = mailboxes_[c].messages;
     if (left.empty()) continue;
-    const Connection& connection = program_.connections[c];
+    const FlatConnection& connection = flat_.connections()[c];
     diag_.report([&] {
       const std::string dst = std::to_string(connection.dst);
       const std::string channel = std::to_string(connection.channel);
-      std::string text = label(left.front().sender) + ": its message to rank " + dst +
-                         " on channel " + channel + " (" + plural(left.front().count, "chunk") +
+      std::string text = label(left.front()) + ": its message to rank " + dst + " on channel " +
+                         channel + " (" + plural(flat_.step(left.front()).count, "chunk") +
                          ") is never received";
       if (left.size() > 1)
         text += ", nor are the " + std::to_string(left.size() - 1) + " sent after it";
-      if (connection.receiver == kNoBlock)
+      if (connection.receiver == kNone)
         text += " (rank " + dst + " has no thread block receiving from rank " +
                 std::to_string(connection.src) + " on channel " + channel + ")";
       return text;
@@ -460,7 +411,7 @@ void Executor::report_unreceived() const {
 // ---- Postcondition ------------------------------------------------------------------------
 
 void Executor::check_postcondition() const {
-  const Shape& shape = program_.shape;
+  const Shape& shape = layout_.shape;
   for (std::int32_t rank = 0; rank < shape.ranks; ++rank) {
     const BufferSpan& output = layout(rank)[BufferKind::output];
     for (std::int32_t index = 0; index < output.size; ++index) {
@@ -477,7 +428,7 @@ void Executor::check_postcondition() const {
 
 void Executor::check_gathered(std::int32_t rank, std::int32_t chunk, ValueId value) const {
   // Messages are built only for the errors that are kept, as there may be a million.
-  const std::int32_t owner = chunk / program_.shape.slice;
+  const std::int32_t owner = chunk / layout_.shape.slice;
   auto where = [&] {
     return "rank " + std::to_string(rank) + ": output chunk " + std::to_string(chunk);
   };
@@ -499,7 +450,7 @@ void Executor::check_gathered(std::int32_t rank, std::int32_t chunk, ValueId val
 
 void Executor::check_reduced(std::int32_t rank, std::int32_t index, std::int32_t chunk,
                              ValueId value) const {
-  const std::int32_t ranks = program_.shape.ranks;
+  const std::int32_t ranks = layout_.shape.ranks;
   auto where = [&] {
     return "rank " + std::to_string(rank) + ": output chunk " + std::to_string(index);
   };
@@ -535,9 +486,11 @@ std::string VerifyResult::summary() const {
 VerifyResult verify_schedule(const Schedule& schedule, const topology::Topology* topology) {
   VerifyResult result;
   Diagnostics diagnostics(result);
-  Program program;
-  if (!check_structure(schedule, topology, diagnostics, program)) return result;
-  Executor executor(program, diagnostics);
+  BufferLayout layout;
+  if (!check_structure(schedule, topology, diagnostics, layout)) return result;
+  // The structure is sound, so flattening cannot fail; unpaired messages are reported below.
+  const FlatSchedule flat(schedule, UnpairedMessages::keep);
+  Executor executor(flat, layout, diagnostics);
   result.steps_executed = executor.run();
   executor.report_deadlock();
   executor.report_unreceived();

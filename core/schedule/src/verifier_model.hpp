@@ -1,39 +1,33 @@
-// Shared by the verifier's structural checks and its symbolic execution: the diagnostics
-// collector, the names used in messages, symbolic values, and the schedule flattened for
-// execution. Internal to core (not installed).
+// Shared by the verifier's structural checks and its symbolic execution: the
+// diagnostics collector, the names used in messages, symbolic values, and where each rank's
+// buffers lie in one array of chunk slots. The schedule itself is walked as a FlatSchedule.
+// Internal to core (not installed).
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <limits>
-#include <map>
 #include <optional>
-#include <queue>
 #include <span>
+#include <string>
 #include <string_view>
-#include <tuple>
-#include <utility>
+#include <vector>
 
+#include "optiflow/schedule/flat_schedule.hpp"
 #include "optiflow/schedule/verifier.hpp"
 
 namespace optiflow::schedule::verifier_detail {
 
-using StepId = std::uint32_t;   // dense over all steps, in (rank, tb, step) order
-using BlockId = std::int32_t;   // dense over all thread blocks, in (rank, tb) order
 using ValueId = std::uint32_t;  // an interned value, see ValueTable
 
-constexpr StepId kNoStep = std::numeric_limits<StepId>::max();
-constexpr BlockId kNoBlock = -1;
-constexpr std::int32_t kNoConnection = -1;
 constexpr ValueId kNoValue = 0;   // the chunk holds nothing yet
 constexpr ValueId kBadValue = 1;  // the result of an operation already reported as an error
 
 // Malformed sizes must not exhaust memory: past these the verifier would need gigabytes.
 constexpr std::size_t kMaxSlots = std::size_t{1} << 27;
 constexpr std::size_t kMaxSteps = std::size_t{1} << 30;
+constexpr std::size_t kMaxAccesses = std::size_t{1} << 28;  // chunk reads and writes in all
 // How much of a deadlock and of a rank set to spell out.
 constexpr std::size_t kDeadlockExamples = 4;
 constexpr std::size_t kCycleStepsShown = 6;
@@ -83,6 +77,11 @@ inline std::string step_label(std::int32_t rank, std::int64_t tb, std::int64_t s
   const std::string kind_name = is_valid(kind) ? std::string(to_string(kind))
                                                : "kind " + std::to_string(static_cast<int>(kind));
   return block_label(rank, tb) + " step " + std::to_string(step) + " (" + kind_name + ")";
+}
+
+inline std::string step_label(const FlatSchedule& flat, StepId id) {
+  const FlatBlock& block = flat.block_of(id);
+  return step_label(block.rank, block.index, flat.index_in_block(id), flat.step(id).kind);
 }
 
 inline std::string chunk_label(BufferKind buffer, std::int64_t chunk) {
@@ -211,7 +210,7 @@ class ValueTable {
   std::vector<RankRange> ranges_;
 };
 
-// ---- The schedule, flattened for execution ------------------------------------------------
+// ---- Buffers ------------------------------------------------------------------------------
 
 // The collective's shape: the table in docs/schedule-ir.md.
 struct Shape {
@@ -236,30 +235,40 @@ struct Shape {
   }
 };
 
-// Which of its buffer operands a step kind uses.
+// What a step kind does with its buffer operands (docs/schedule-ir.md's table): `re` is the
+// only kind that reads its destination.
 struct Operands {
-  bool src = false;
-  bool dst = false;
+  bool reads_src = false;
+  bool reads_dst = false;
+  bool writes_dst = false;
+
+  bool uses_dst() const { return reads_dst || writes_dst; }
 };
 
 inline Operands operands(StepKind kind) {
   switch (kind) {
     case StepKind::send:
     case StepKind::recv_reduce_send:
-      return {true, false};
+      return {true, false, false};
     case StepKind::recv:
     case StepKind::recv_copy_send:
-      return {false, true};
+      return {false, false, true};
+    case StepKind::reduce:
+      return {true, true, true};
     case StepKind::nop:
-      return {false, false};
+      return {false, false, false};
     default:
-      return {true, true};
+      return {true, false, true};
   }
 }
 
 struct BufferSpan {
   std::size_t base = 0;  // first slot
   std::int32_t size = 0;
+
+  bool contains(std::size_t slot) const {
+    return slot >= base && slot - base < static_cast<std::size_t>(size);
+  }
 };
 
 // Where a rank's buffers lie in one flat array of chunk slots. In-place aliasing is two buffers
@@ -272,39 +281,14 @@ struct RankLayout {
   }
 };
 
-struct Block {
-  const ThreadBlock* tb = nullptr;
-  std::int32_t rank = 0;
-  std::int32_t index = 0;  // within its rank
-  StepId first = 0;        // the id of its step 0
-  std::int32_t send_connection = kNoConnection;
-  std::int32_t recv_connection = kNoConnection;
-
-  StepId end() const { return first + static_cast<StepId>(tb->steps.size()); }
-};
-
-// A FIFO connection (sender rank, receiver rank, channel) and the blocks at its two ends.
-struct Connection {
-  std::int32_t src = 0;
-  std::int32_t dst = 0;
-  std::int32_t channel = 0;
-  BlockId sender = kNoBlock;
-  BlockId receiver = kNoBlock;
-};
-
-// Built by the structural checks; executable only when they pass.
-struct Program {
+// The verifier's own view of memory, built by the structural checks: valid only when they pass.
+struct BufferLayout {
   Shape shape;
-  std::vector<RankLayout> layouts;  // per rank
+  std::vector<RankLayout> ranks;  // per rank
   std::size_t slot_count = 0;
-  std::vector<Block> blocks;
-  std::vector<BlockId> first_block;  // per rank
-  std::vector<Connection> connections;
-  std::size_t step_count = 0;
 
-  StepId step_id(std::int32_t rank, StepRef ref) const {
-    const Block& block = blocks[static_cast<std::size_t>(first_block[rank] + ref.tb)];
-    return block.first + static_cast<StepId>(ref.step);
+  std::size_t slot(std::int32_t rank, BufferKind buffer, std::int64_t chunk) const {
+    return ranks[static_cast<std::size_t>(rank)][buffer].base + static_cast<std::size_t>(chunk);
   }
 };
 
@@ -320,12 +304,10 @@ inline std::string link_text(const topology::Topology& topology, topology::LinkI
          node_name(topology, link.dst) + ")";
 }
 
-// Checks everything execution relies on, so that malformed input cannot crash it, and fills
-// the Program on the way.
-
-/// Reports every structural error of `schedule` (and of its routes on `topology`) and fills
-/// `program` for execution; returns whether execution may go ahead.
+/// Reports every structural error of `schedule` (and of its routes on `topology`), so that
+/// malformed input can crash neither flattening nor execution, and fills `layout` on the way;
+/// returns whether the schedule may be flattened and executed.
 bool check_structure(const Schedule& schedule, const topology::Topology* topology,
-                     Diagnostics& diagnostics, Program& program);
+                     Diagnostics& diagnostics, BufferLayout& layout);
 
 }  // namespace optiflow::schedule::verifier_detail

@@ -1,5 +1,8 @@
 // The verifier's structural checks (docs/schedule-ir.md, "Verification", step 1): run before
 // anything executes, because malformed input must not crash the analysis.
+#include <map>
+#include <tuple>
+
 #include "verifier_model.hpp"
 
 namespace optiflow::schedule::verifier_detail {
@@ -8,8 +11,8 @@ namespace {
 class StructureChecker {
  public:
   StructureChecker(const Schedule& schedule, const topology::Topology* topology,
-                   Diagnostics& diagnostics, Program& program)
-      : schedule_(schedule), topology_(topology), diag_(diagnostics), program_(program) {}
+                   Diagnostics& diagnostics, BufferLayout& layout)
+      : schedule_(schedule), topology_(topology), diag_(diagnostics), layout_(layout) {}
 
   /// Reports every structural error; returns whether execution may go ahead.
   bool run() {
@@ -48,7 +51,7 @@ class StructureChecker {
       error("chunks (" + std::to_string(chunks) + ") is not a multiple of the rank count (" +
             std::to_string(ranks) + "), as " + std::string(to_string(collective)) + " requires");
     if (diag_.count() != errors_before) return false;
-    program_.shape = Shape{collective, ranks, chunks, chunks / ranks, schedule_.inplace};
+    layout_.shape = Shape{collective, ranks, chunks, chunks / ranks, schedule_.inplace};
     return true;
   }
 
@@ -65,16 +68,16 @@ class StructureChecker {
   void check_rank(std::int32_t rank) {
     const RankProgram& program = schedule_.programs[static_cast<std::size_t>(rank)];
     check_buffers(rank, program);
-    program_.first_block.push_back(static_cast<BlockId>(program_.blocks.size()));
+    connection_ends_.clear();
     for (std::size_t tb = 0; tb < program.tbs.size(); ++tb)
-      add_block(rank, static_cast<std::int32_t>(tb), program.tbs[tb]);
+      check_block(rank, static_cast<std::int32_t>(tb), program.tbs[tb]);
     for (std::size_t tb = 0; tb < program.tbs.size(); ++tb)
       for (std::size_t step = 0; step < program.tbs[tb].steps.size(); ++step)
         check_step(rank, static_cast<std::int32_t>(tb), static_cast<std::int32_t>(step));
   }
 
   void check_buffers(std::int32_t rank, const RankProgram& program) {
-    const Shape& shape = program_.shape;
+    const Shape& shape = layout_.shape;
     const std::string needs =
         std::string(to_string(shape.collective)) + (shape.inplace ? " in place" : " out of place") +
         " with " + plural(shape.chunks, "chunk") + " on " + plural(shape.ranks, "rank") + " needs ";
@@ -90,19 +93,19 @@ class StructureChecker {
     if (program.scratch_chunks < 0)
       error("rank " + std::to_string(rank) + ": the scratch buffer has " +
             plural(program.scratch_chunks, "chunk"));
-    program_.layouts.push_back(layout(rank, program));
+    layout_.ranks.push_back(layout(rank, program));
   }
 
   // The buffers' slots, with the in-place aliasing of docs/schedule-ir.md.
   RankLayout layout(std::int32_t rank, const RankProgram& program) {
-    const Shape& shape = program_.shape;
+    const Shape& shape = layout_.shape;
     auto size = [&](BufferKind kind, std::int32_t declared) {
       return shape.aliased(kind) ? shape.buffer_chunks(kind) : std::max(declared, 0);
     };
     const std::int32_t input = size(BufferKind::input, program.input_chunks);
     const std::int32_t output = size(BufferKind::output, program.output_chunks);
     const auto own_slice = static_cast<std::size_t>(rank) * static_cast<std::size_t>(shape.slice);
-    std::size_t& next = program_.slot_count;
+    std::size_t& next = layout_.slot_count;
     RankLayout layout;
     if (shape.inplace && shape.gathers()) {
       layout[BufferKind::output] = {next, output};
@@ -127,17 +130,14 @@ class StructureChecker {
     return layout;
   }
 
-  void add_block(std::int32_t rank, std::int32_t index, const ThreadBlock& tb) {
-    const auto id = static_cast<BlockId>(program_.blocks.size());
-    Block block{&tb, rank, index, static_cast<StepId>(program_.step_count)};
+  void check_block(std::int32_t rank, std::int32_t index, const ThreadBlock& tb) {
     const std::string where = block_label(rank, index) + ": ";
     if (tb.channel < 0) error(where + "channel " + std::to_string(tb.channel) + " is negative");
     if (check_peer(rank, where, tb.send_peer, "send"))
-      block.send_connection = connect(rank, tb.send_peer, tb.channel, id, true, where);
+      check_connection_end(index, tb.send_peer, tb.channel, true, where);
     if (check_peer(rank, where, tb.recv_peer, "receive"))
-      block.recv_connection = connect(tb.recv_peer, rank, tb.channel, id, false, where);
-    program_.blocks.push_back(block);
-    program_.step_count += tb.steps.size();
+      check_connection_end(index, tb.recv_peer, tb.channel, false, where);
+    step_count_ += tb.steps.size();
   }
 
   bool check_peer(std::int32_t rank, const std::string& where, std::int32_t peer,
@@ -155,24 +155,16 @@ class StructureChecker {
     return true;
   }
 
-  std::int32_t connect(std::int32_t src, std::int32_t dst, std::int32_t channel, BlockId block,
-                       bool sending, const std::string& where) {
-    const auto next = static_cast<std::int32_t>(program_.connections.size());
-    const auto [it, inserted] = connection_index_.try_emplace({src, dst, channel}, next);
-    if (inserted) program_.connections.push_back(Connection{src, dst, channel});
-    Connection& connection = program_.connections[static_cast<std::size_t>(it->second)];
-    BlockId& end = sending ? connection.sender : connection.receiver;
-    if (end == kNoBlock) {
-      end = block;
-    } else {
-      const std::int32_t other = program_.blocks[static_cast<std::size_t>(end)].index;
-      error(where +
-            (sending ? "sends to rank " + std::to_string(dst)
-                     : "receives from rank " + std::to_string(src)) +
-            " on channel " + std::to_string(channel) + ", as tb " + std::to_string(other) +
-            " does already");
-    }
-    return it->second;
+  // A connection (sender, receiver, channel) is a FIFO between two blocks: one at each end.
+  void check_connection_end(std::int32_t index, std::int32_t peer, std::int32_t channel,
+                            bool sending, const std::string& where) {
+    const auto [it, inserted] = connection_ends_.try_emplace({peer, channel, sending}, index);
+    if (inserted) return;
+    error(where +
+          (sending ? "sends to rank " + std::to_string(peer)
+                   : "receives from rank " + std::to_string(peer)) +
+          " on channel " + std::to_string(channel) + ", as tb " + std::to_string(it->second) +
+          " does already");
   }
 
   // A step under check; its label is built only for an error, as most steps have none.
@@ -203,8 +195,11 @@ class StructureChecker {
       error(place.where() + "receives, but tb " + std::to_string(tb_index) +
             " has no receive peer");
     const Operands uses = operands(step.kind);
-    if (uses.src) check_operand(place, "src", step.src_buf, step.src_off);
-    if (uses.dst) check_operand(place, "dst", step.dst_buf, step.dst_off);
+    if (uses.reads_src) check_operand(place, "src", step.src_buf, step.src_off);
+    if (uses.uses_dst()) check_operand(place, "dst", step.dst_buf, step.dst_off);
+    if (step.count > 0)
+      accesses_ += static_cast<std::size_t>(step.count) *
+                   static_cast<std::size_t>(uses.reads_src + uses.reads_dst + uses.writes_dst);
   }
 
   void check_operand(const Place& place, std::string_view role, BufferKind buffer,
@@ -216,7 +211,7 @@ class StructureChecker {
       return;
     }
     if (count < 1) return;  // reported with the step
-    const BufferSpan& span = program_.layouts[static_cast<std::size_t>(place.rank)][buffer];
+    const BufferSpan& span = layout_.ranks[static_cast<std::size_t>(place.rank)][buffer];
     const std::int64_t end = std::int64_t{offset} + count;
     if (offset >= 0 && end <= span.size) return;
     error(place.where() + std::string(role) + " " + std::string(buffer_name(buffer)) + " chunks [" +
@@ -281,28 +276,35 @@ class StructureChecker {
   }
 
   void check_totals() {
-    if (program_.slot_count > kMaxSlots)
+    if (layout_.slot_count > kMaxSlots)
       error("the buffers of all ranks hold " +
-            plural(static_cast<std::int64_t>(program_.slot_count), "chunk") +
+            plural(static_cast<std::int64_t>(layout_.slot_count), "chunk") +
             ", more than the verifier's limit of " + std::to_string(kMaxSlots));
-    if (program_.step_count > kMaxSteps)
-      error("the schedule has " + plural(static_cast<std::int64_t>(program_.step_count), "step") +
+    if (step_count_ > kMaxSteps)
+      error("the schedule has " + plural(static_cast<std::int64_t>(step_count_), "step") +
             ", more than the verifier's limit of " + std::to_string(kMaxSteps));
+    if (accesses_ > kMaxAccesses)
+      error("the schedule reads and writes " +
+            plural(static_cast<std::int64_t>(accesses_), "chunk") +
+            " in all, more than the verifier's limit of " + std::to_string(kMaxAccesses));
   }
 
   const Schedule& schedule_;
   const topology::Topology* topology_;
   Diagnostics& diag_;
-  Program& program_;
+  BufferLayout& layout_;
   bool routes_checkable_ = false;
-  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int32_t> connection_index_;
+  std::size_t step_count_ = 0;
+  std::size_t accesses_ = 0;  // chunks read or written, summed over steps
+  // Of the rank under check: (peer, channel, sending) -> the block at that end.
+  std::map<std::tuple<std::int32_t, std::int32_t, bool>, std::int32_t> connection_ends_;
 };
 
 }  // namespace
 
 bool check_structure(const Schedule& schedule, const topology::Topology* topology,
-                     Diagnostics& diagnostics, Program& program) {
-  return StructureChecker(schedule, topology, diagnostics, program).run();
+                     Diagnostics& diagnostics, BufferLayout& layout) {
+  return StructureChecker(schedule, topology, diagnostics, layout).run();
 }
 
 }  // namespace optiflow::schedule::verifier_detail

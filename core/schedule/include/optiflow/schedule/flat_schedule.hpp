@@ -35,16 +35,24 @@ struct FlatConnection {
   std::int32_t channel = 0;
   BlockId sender = kNone;
   BlockId receiver = kNone;
-  std::uint32_t messages = 0;
+  std::uint32_t messages = 0;  ///< sends paired with a receive
+};
+
+/// What flattening does with a send that no receive takes, or a receive that no send feeds.
+enum class UnpairedMessages : std::uint8_t {
+  reject,  ///< throw, naming the first such step: nothing can run the schedule to its end
+  keep,  ///< leave it unmatched (kNoStep): the verifier reports it as a deadlock or a lost message
 };
 
 class FlatSchedule {
  public:
   /// Flattens `schedule`, which must outlive the result. Throws support::InputError, naming the
   /// rank, block and step, when the structure cannot be flattened: a peer or dependency out of
-  /// range, two blocks at one end of a connection, or sends and receives that do not pair up.
-  /// (verify_schedule reports these and more without throwing.)
-  explicit FlatSchedule(const Schedule& schedule);
+  /// range, two blocks at one end of a connection, a step that sends (receives) in a block
+  /// without a send (receive) peer, or, unless `unpaired` is keep, sends and receives that do
+  /// not pair up. (verify_schedule reports these and more without throwing.)
+  explicit FlatSchedule(const Schedule& schedule,
+                        UnpairedMessages unpaired = UnpairedMessages::reject);
 
   const Schedule& schedule() const { return *schedule_; }
   std::size_t step_count() const { return steps_.size(); }
@@ -72,11 +80,13 @@ class FlatSchedule {
   std::span<const StepId> dependents(StepId id) const {
     return range(dependent_begin_, dependents_, id);
   }
-  /// For a step that receives: the send it receives; kNoStep otherwise.
+  /// For a step that receives: the send it receives; kNoStep otherwise (and when unpaired).
   StepId matching_send(StepId id) const { return matching_send_[id]; }
-  /// For a step that sends: the receive that takes its message; kNoStep otherwise.
+  /// For a step that sends: the receive that takes its message; kNoStep otherwise (and when
+  /// unpaired).
   StepId matching_receive(StepId id) const { return matching_receive_[id]; }
-  /// For a step that sends: its position among its connection's messages.
+  /// For a step that sends: its position among its block's sends (= its connection's messages
+  /// when paired); kNone otherwise.
   std::uint32_t message_index(StepId id) const { return message_index_[id]; }
 
  private:
@@ -86,11 +96,11 @@ class FlatSchedule {
   }
   void add_blocks();
   void add_deps();
-  void match_messages();
-  std::uint32_t count_steps(const FlatBlock& block, bool (*kind_matches)(StepKind)) const;
-  void check_unpaired(const FlatConnection& connection) const;
-  [[noreturn]] void fail_unpaired(const FlatConnection& connection, std::uint32_t sends,
-                                  std::uint32_t receives) const;
+  void match_messages(UnpairedMessages unpaired);
+  void match_connection(FlatConnection& connection, UnpairedMessages unpaired);
+  std::uint32_t count_steps(BlockId block, bool (*kind_matches)(StepKind)) const;
+  [[noreturn]] void fail_unpaired(const FlatConnection& connection, StepId unpaired,
+                                  bool sends) const;
 
   const Schedule* schedule_;
   std::vector<FlatBlock> blocks_;
