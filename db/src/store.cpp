@@ -10,17 +10,6 @@
 
 namespace optiflow::db {
 
-std::string content_hash(const std::string& bytes) {
-  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a 64-bit offset basis
-  for (unsigned char byte : bytes) {
-    hash ^= byte;
-    hash *= 1099511628211ULL;  // FNV prime
-  }
-  std::array<char, 17> hex{};
-  std::snprintf(hex.data(), hex.size(), "%016llx", static_cast<unsigned long long>(hash));
-  return hex.data();
-}
-
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);

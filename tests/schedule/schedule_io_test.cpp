@@ -13,6 +13,7 @@
 #include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/hash.hpp"
 
 namespace optiflow::schedule {
 namespace {
@@ -167,6 +168,18 @@ TEST(ScheduleJson, WritesOneLinePerStepAndOmitsEmptyLists) {
 )";
   EXPECT_EQ(write_schedule_json(schedule), expected);
   EXPECT_EQ(parse_schedule_json(expected, "tiny.json"), schedule);
+  EXPECT_EQ(schedule_hash(schedule), support::content_hash(expected));
+}
+
+TEST(ScheduleJson, HashIsTheContentHashOfTheText) {
+  for (int ranks : {2, 3, 8}) {
+    const Schedule ring = ring_allgather(ranks);
+    EXPECT_EQ(schedule_hash(ring), support::content_hash(write_schedule_json(ring)));
+  }
+  Schedule renamed = ring_allgather(4);
+  renamed.name = "other \"quoted\" name";
+  EXPECT_NE(schedule_hash(renamed), schedule_hash(ring_allgather(4)));
+  EXPECT_EQ(schedule_hash(renamed), support::content_hash(write_schedule_json(renamed)));
 }
 
 TEST(ScheduleJson, OptionalFieldsTakeTheirDefaults) {

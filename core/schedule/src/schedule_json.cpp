@@ -1,5 +1,7 @@
 // The schedule JSON format (docs/formats.md): writer, structural reader, and the file reader that
 // also accepts MSCCL XML.
+#include <array>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -8,6 +10,7 @@
 #include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/hash.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
 
@@ -25,63 +28,111 @@ constexpr std::int64_t kLinkIdMax = std::numeric_limits<topology::LinkId>::max()
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-ordered_json step_json(const Step& step) {
-  ordered_json out{{"type", std::string(to_string(step.kind))},
-                   {"src", std::string(to_string(step.src_buf))},
-                   {"src_off", step.src_off},
-                   {"dst", std::string(to_string(step.dst_buf))},
-                   {"dst_off", step.dst_off},
-                   {"count", step.count}};
-  if (!step.deps.empty()) {
-    ordered_json deps = ordered_json::array();
-    for (const StepRef& dep : step.deps) deps.push_back(ordered_json::array({dep.tb, dep.step}));
-    out["deps"] = std::move(deps);
+// Where the JSON text goes: into a string, or only into a hash of it (content_hash without
+// the text).
+class JsonOut {
+ public:
+  explicit JsonOut(std::string* text) : text_(text) {}
+  explicit JsonOut(support::ContentHasher* hasher) : hasher_(hasher) {}
+
+  JsonOut& operator<<(std::string_view bytes) {
+    if (text_) text_->append(bytes);
+    if (hasher_) hasher_->update(bytes);
+    return *this;
   }
-  if (!step.route.empty()) out["route"] = step.route;
-  return out;
+  JsonOut& operator<<(std::int64_t value) {
+    std::array<char, 24> digits{};
+    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr;
+    return *this << std::string_view(digits.data(), static_cast<std::size_t>(end - digits.data()));
+  }
+  JsonOut& indent(int depth) {
+    static constexpr std::string_view kSpaces = "          ";
+    return *this << kSpaces.substr(0, static_cast<std::size_t>(2 * depth));
+  }
+
+ private:
+  std::string* text_ = nullptr;
+  support::ContentHasher* hasher_ = nullptr;
+};
+
+std::string dump(const ordered_json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// `{"a":1,"b":2` : an object's members, left open for one more.
-std::string open_object(const ordered_json& members) {
-  std::string text = members.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  text.pop_back();
-  return text;
-}
-
-std::string indent(int depth) {
-  return std::string(static_cast<std::size_t>(2 * depth), ' ');
+// The same text nlohmann would print for {"type":..., ..., "deps":[[tb,step]], "route":[...]},
+// written directly: a schedule has millions of steps.
+void write_step(JsonOut& out, const Step& step) {
+  out << R"({"type":")" << to_string(step.kind) << R"(","src":")" << to_string(step.src_buf)
+      << R"(","src_off":)" << std::int64_t{step.src_off} << R"(,"dst":")" << to_string(step.dst_buf)
+      << R"(","dst_off":)" << std::int64_t{step.dst_off} << R"(,"count":)"
+      << std::int64_t{step.count};
+  if (!step.deps.empty()) {
+    out << R"(,"deps":[)";
+    for (std::size_t i = 0; i < step.deps.size(); ++i)
+      out << (i ? ",[" : "[") << std::int64_t{step.deps[i].tb} << ","
+          << std::int64_t{step.deps[i].step} << "]";
+    out << "]";
+  }
+  if (!step.route.empty()) {
+    out << R"(,"route":[)";
+    for (std::size_t i = 0; i < step.route.size(); ++i)
+      out << (i ? "," : "") << std::int64_t{step.route[i]};
+    out << "]";
+  }
+  out << "}";
 }
 
 // Closes a list whose items each began on a new line at `depth` + 1.
-void close_list(std::string& out, bool empty, int depth) {
-  if (!empty) out += "\n" + indent(depth);
-  out += "]";
+void close_list(JsonOut& out, bool empty, int depth) {
+  if (!empty) (out << "\n").indent(depth);
+  out << "]";
 }
 
-void write_tb(std::string& out, const ThreadBlock& tb) {
-  out += indent(3) +
-         open_object({{"send", tb.send_peer}, {"recv", tb.recv_peer}, {"channel", tb.channel}}) +
-         ",\"steps\":[";
-  for (std::size_t i = 0; i < tb.steps.size(); ++i)
-    out += (i ? ",\n" : "\n") + indent(4) +
-           step_json(tb.steps[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+void write_tb(JsonOut& out, const ThreadBlock& tb) {
+  out.indent(3) << R"({"send":)" << std::int64_t{tb.send_peer} << R"(,"recv":)"
+                << std::int64_t{tb.recv_peer} << R"(,"channel":)" << std::int64_t{tb.channel}
+                << R"(,"steps":[)";
+  for (std::size_t i = 0; i < tb.steps.size(); ++i) {
+    out << (i ? ",\n" : "\n");
+    out.indent(4);
+    write_step(out, tb.steps[i]);
+  }
   close_list(out, tb.steps.empty(), 3);
-  out += "}";
+  out << "}";
 }
 
-void write_program(std::string& out, const RankProgram& program, std::size_t rank) {
-  out += indent(2) +
-         open_object({{"rank", rank},
-                      {"input_chunks", program.input_chunks},
-                      {"output_chunks", program.output_chunks},
-                      {"scratch_chunks", program.scratch_chunks}}) +
-         ",\"tbs\":[";
+void write_program(JsonOut& out, const RankProgram& program, std::size_t rank) {
+  out.indent(2) << R"({"rank":)" << static_cast<std::int64_t>(rank) << R"(,"input_chunks":)"
+                << std::int64_t{program.input_chunks} << R"(,"output_chunks":)"
+                << std::int64_t{program.output_chunks} << R"(,"scratch_chunks":)"
+                << std::int64_t{program.scratch_chunks} << R"(,"tbs":[)";
   for (std::size_t i = 0; i < program.tbs.size(); ++i) {
-    out += i ? ",\n" : "\n";
+    out << (i ? ",\n" : "\n");
     write_tb(out, program.tbs[i]);
   }
   close_list(out, program.tbs.empty(), 2);
-  out += "}";
+  out << "}";
+}
+
+// Indented down to the thread blocks, one line per step: schedules run to thousands of steps,
+// and a step per line keeps them readable and diffable.
+void write_schedule(JsonOut& out, const Schedule& schedule) {
+  const ordered_json head{
+      {"format", std::string(kFormat)}, {"version", kVersion},
+      {"name", schedule.name},          {"collective", std::string(to_string(schedule.collective))},
+      {"ranks", schedule.ranks},        {"chunks", schedule.chunks},
+      {"protocol", schedule.protocol},  {"inplace", schedule.inplace},
+      {"topology", schedule.topology}};
+  out << "{\n";
+  for (const auto& [key, value] : head.items())
+    out.indent(1) << dump(json(key)) << ": " << dump(value) << ",\n";
+  out.indent(1) << "\"programs\": [";
+  for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank) {
+    out << (rank ? ",\n" : "\n");
+    write_program(out, schedule.programs[rank], rank);
+  }
+  close_list(out, schedule.programs.empty(), 1);
+  out << "\n}\n";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,26 +231,17 @@ std::string default_name(const std::string& source) {
 }  // namespace
 
 std::string write_schedule_json(const Schedule& schedule) {
-  const ordered_json head{
-      {"format", std::string(kFormat)}, {"version", kVersion},
-      {"name", schedule.name},          {"collective", std::string(to_string(schedule.collective))},
-      {"ranks", schedule.ranks},        {"chunks", schedule.chunks},
-      {"protocol", schedule.protocol},  {"inplace", schedule.inplace},
-      {"topology", schedule.topology}};
-  // Indented down to the thread blocks, one line per step: schedules run to thousands of steps,
-  // and a step per line keeps them readable and diffable.
-  std::string out = "{\n";
-  for (const auto& [key, value] : head.items())
-    out += indent(1) + json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-           ": " + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ",\n";
-  out += indent(1) + "\"programs\": [";
-  for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank) {
-    out += rank ? ",\n" : "\n";
-    write_program(out, schedule.programs[rank], rank);
-  }
-  close_list(out, schedule.programs.empty(), 1);
-  out += "\n}\n";
-  return out;
+  std::string text;
+  JsonOut out(&text);
+  write_schedule(out, schedule);
+  return text;
+}
+
+std::string schedule_hash(const Schedule& schedule) {
+  support::ContentHasher hasher;
+  JsonOut out(&hasher);
+  write_schedule(out, schedule);
+  return hasher.hex();
 }
 
 Schedule parse_schedule_json(std::string_view text, const std::string& source) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "optiflow/support/hash.hpp"
+
 namespace optiflow::db {
 
 /// A failed SQLite call: the call, the SQLite result code and its message. Also thrown, with
@@ -235,9 +237,9 @@ class Store {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Content hash of programs, schedules and topologies: 64-bit FNV-1a of the bytes as 16 hex
-/// digits, stable across platforms. Where a hash matches, the stored text is compared too, so
-/// a collision is reported (DbError) rather than merging two different contents.
-std::string content_hash(const std::string& bytes);
+/// Content hash of programs, schedules and topologies (support::content_hash). Where a hash
+/// matches, the stored text is compared too, so a collision is reported (DbError) rather than
+/// merging two different contents.
+using support::content_hash;
 
 }  // namespace optiflow::db

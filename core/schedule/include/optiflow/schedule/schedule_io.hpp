@@ -12,6 +12,8 @@ namespace optiflow::schedule {
 /// Writes the schedule as JSON: 2-space indent, fixed key order, one line per step, so equal
 /// schedules give identical text and parse_schedule_json(write_schedule_json(s)) == s.
 std::string write_schedule_json(const Schedule& schedule);
+/// support::content_hash(write_schedule_json(schedule)), without building the text.
+std::string schedule_hash(const Schedule& schedule);
 
 /// Parses schedule JSON text. `source` names the input in error messages. Checks structure only
 /// (types, names, non-negative sizes, one program per rank in rank order); whether the schedule
