@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "evaluator.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parallel.hpp"
@@ -241,7 +243,7 @@ class Exploration {
       r.compile_ms = c.compiled.compile_ms;
       if (ok) {
         r.schedule_hash = c.compiled.schedule_hash;
-        if (improves) r.schedule_json = c.compiled.schedule_json;
+        if (improves) r.schedule_json = schedule::write_schedule_json(c.compiled.schedule);
         r.schedule_chunks = c.compiled.chunks;
         r.schedule_steps = c.compiled.steps;
         for (std::size_t s = 0; s < options_.sizes.size(); ++s)
@@ -276,11 +278,15 @@ class Exploration {
     return false;
   }
 
+  // Winners keep their schedule, so that finish() writes them without compiling again.
   void record_best(const Entry& entry, const Candidate& c) {
+    std::shared_ptr<const schedule::Schedule> kept;
     for (std::size_t s = 0; s < best_.size(); ++s)
-      if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us)
+      if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us) {
+        if (!kept) kept = std::make_shared<const schedule::Schedule>(c.compiled.schedule);
         best_[s] = Best{c.simulated.time_us[s], c.simulated.busbw_GBps[s], entry.program_id,
-                        entry.parent.source};
+                        entry.parent.source, kept};
+      }
   }
 
   void report() const {
@@ -309,7 +315,6 @@ class Exploration {
     if (baseline.ok)
       baseline_times = simulate_candidate(baseline.schedule, *topology_, options_.sizes);
     std::filesystem::create_directories(options_.out_dir);
-    std::map<std::string, Compiled> compiled_winners;
     for (std::size_t s = 0; s < options_.sizes.size(); ++s) {
       if (best_[s].time_us == 0) continue;
       SizeWinner w;
@@ -320,24 +325,20 @@ class Exploration {
       w.busbw_GBps = best_[s].busbw_GBps;
       w.bound_us = bound_us_[s];
       if (baseline.ok) w.baseline_time_us = baseline_times.time_us[s];
-      auto [it, inserted] = compiled_winners.try_emplace(w.program_source);
-      if (inserted)
-        it->second = compile_candidate(w.program_source, *topology_, options_.collective);
-      const Compiled& winner = it->second;
+      const schedule::Schedule& winner = *best_[s].schedule;
       const std::string stem = options_.out_dir + "/" +
                                std::string(support::to_string(options_.collective)) + "-" +
                                topology_->name() + "-" + std::to_string(w.size_bytes);
       w.schedule_path = stem + ".json";
       w.msccl_path = stem + ".xml";
-      support::write_text_file(w.schedule_path, winner.schedule_json);
+      support::write_text_file(w.schedule_path, schedule::write_schedule_json(winner));
       schedule::MscclExportOptions xml;
       xml.min_bytes = s == 0 ? 0 : options_.sizes[s - 1] + 1;
       xml.max_bytes = w.size_bytes;
-      support::write_text_file(w.msccl_path, schedule::write_msccl_xml(winner.schedule, xml));
+      support::write_text_file(w.msccl_path, schedule::write_msccl_xml(winner, xml));
       sim::SimOptions flow;
       flow.model = sim::Model::flow;
-      w.flow_busbw_GBps =
-          sim::Simulator(*topology_, winner.schedule, flow).run(w.size_bytes).busbw_GBps;
+      w.flow_busbw_GBps = sim::Simulator(*topology_, winner, flow).run(w.size_bytes).busbw_GBps;
       result.winners.push_back(std::move(w));
     }
     result.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
@@ -348,6 +349,7 @@ class Exploration {
     double time_us = 0, busbw_GBps = 0;
     std::int64_t program_id = 0;
     std::string source;
+    std::shared_ptr<const schedule::Schedule> schedule;
   };
 
   ExploreOptions options_;
