@@ -72,6 +72,7 @@ TEST_F(Cli, TopoShowDescribesA100x4) {
   EXPECT_NE(r.out.find("nvswitch"), std::string::npos);
   EXPECT_NE(r.out.find("allgather lower bound at 1 GiB"), std::string::npos);
   EXPECT_NE(r.out.find("ranks 8-31"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.ends_with("leaves through 200 GB/s\n")) << r.out;
 }
 
 TEST_F(Cli, TopoShowJsonIsAReadableTopology) {
@@ -118,6 +119,19 @@ TEST_F(Cli, MalformedTopologyGetsOneClearLineAndNonZeroExit) {
   EXPECT_EQ(s.exit_code, 2);
   EXPECT_EQ(s.err.rfind(syntax.string() + ":3:", 0), 0u) << s.err;
   EXPECT_EQ(std::count(s.err.begin(), s.err.end(), '\n'), 1) << s.err;
+
+  // Well-formed, but rank 1 cannot send: the error names the file, not the topology ("x").
+  const fs::path split = write("split.json", R"({"name": "x",
+    "nodes": [{"id": "g0", "kind": "gpu", "rank": 0}, {"id": "g1", "kind": "gpu", "rank": 1}],
+    "links": [{"src": "g0", "dst": "g1", "bw_GBps": 25}]})");
+  for (const std::string command : {"topo show", "bound --topo"}) {
+    const Result d = run(command + " '" + split.string() + "'");
+    EXPECT_EQ(d.exit_code, 2) << command;
+    EXPECT_EQ(d.err, split.string() +
+                         ": error: links: no link leads from rank 1 to the other GPUs, so no "
+                         "collective can complete\n")
+        << command;
+  }
 }
 
 TEST_F(Cli, BadArgumentsAreRejected) {

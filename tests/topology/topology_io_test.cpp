@@ -96,7 +96,18 @@ INSTANTIATE_TEST_SUITE_P(
                 "links[0].kind: unknown link kind 'warp'"},
         BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 1}], "links": []})",
                 "no gpu has rank 0"},
-        BadCase{R"({"nodes": [{"id": "s", "kind": "switch"}], "links": []})", "has no gpu"}));
+        BadCase{R"({"nodes": [{"id": "s", "kind": "switch"}], "links": []})", "has no gpu"},
+        // Named "x", but the error names the file: the bound would only know "x".
+        BadCase{R"({"name": "x", "nodes": [{"id": "a", "kind": "gpu", "rank": 0},
+                                           {"id": "b", "kind": "gpu", "rank": 1}],
+                    "links": [{"src": "a", "dst": "b", "bw_GBps": 1}]})",
+                "links: no link leads from rank 1 to the other GPUs"},
+        BadCase{R"({"name": "x", "nodes": [{"id": "a", "kind": "gpu", "rank": 0},
+                                           {"id": "b", "kind": "gpu", "rank": 1},
+                                           {"id": "c", "kind": "gpu", "rank": 2}],
+                    "links": [{"src": "a", "dst": "b", "bw_GBps": 1, "bidirectional": true},
+                              {"src": "c", "dst": "a", "bw_GBps": 1}]})",
+                "links: no link leads from ranks 0-1 to the other GPUs"}));
 
 TEST(TopologyJson, LoadTopologyRejectsUnknownNames) {
   EXPECT_THROW(load_topology("no-such-topology"), support::InputError);

@@ -8,6 +8,7 @@
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
 #include "optiflow/topology/generators.hpp"
+#include "optiflow/topology/topology_summary.hpp"
 
 namespace optiflow::topology {
 namespace {
@@ -69,6 +70,41 @@ void read_links(const support::FieldReader& top, Topology& topo,
   }
 }
 
+// The nodes reachable from `from` along links (forward) or against them (backward).
+std::vector<bool> reachable(const Topology& topo, NodeId from, bool forward) {
+  std::vector<bool> seen(topo.node_count(), false);
+  std::vector<NodeId> todo{from};
+  seen[from] = true;
+  while (!todo.empty()) {
+    const NodeId at = todo.back();
+    todo.pop_back();
+    for (LinkId l : forward ? topo.out_links(at) : topo.in_links(at)) {
+      const NodeId next = forward ? topo.link(l).dst : topo.link(l).src;
+      if (!seen[next]) {
+        seen[next] = true;
+        todo.push_back(next);
+      }
+    }
+  }
+  return seen;
+}
+
+// Every GPU must reach every other, or no collective can complete. Checked while reading,
+// where the error can name the file (the bound and the router know only the topology's name).
+// GPUs reach each other iff all reach rank 0 and rank 0 reaches all; where that fails, the
+// message names a set of GPUs that no link leaves.
+void require_connected_gpus(const Topology& topo, const support::FieldReader& top) {
+  const NodeId hub = topo.gpu_of_rank(0);
+  for (bool forward : {true, false}) {
+    const std::vector<bool> seen = reachable(topo, hub, forward);
+    std::vector<NodeId> reached, missed;
+    for (NodeId gpu : topo.gpus_by_rank()) (seen[gpu] ? reached : missed).push_back(gpu);
+    if (missed.empty()) continue;
+    top.fail("links", "no link leads from " + describe_gpus(topo, forward ? reached : missed) +
+                          " to the other GPUs, so no collective can complete");
+  }
+}
+
 std::string default_name(const std::string& source) {
   return std::filesystem::path(source).stem().string();
 }
@@ -85,6 +121,7 @@ Topology parse_topology_json(std::string_view text, const std::string& source) {
   read_links(top, topo, by_id, source);
   topo.validate(source);
   if (topo.rank_count() == 0) top.fail("nodes", "the topology has no gpu");
+  require_connected_gpus(topo, top);
   return topo;
 }
 

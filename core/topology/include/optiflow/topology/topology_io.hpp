@@ -9,7 +9,8 @@
 namespace optiflow::topology {
 
 /// Parses topology JSON text. `source` names the input in error messages. Throws InputError
-/// naming the field (e.g. `links[3].bw_GBps`) or the line and column of a syntax error.
+/// naming the field (e.g. `links[3].bw_GBps`) or the line and column of a syntax error, and
+/// for GPUs that cannot all reach each other (no collective could complete on them).
 Topology parse_topology_json(std::string_view text, const std::string& source);
 
 /// Reads a topology JSON file; errors name the file.
