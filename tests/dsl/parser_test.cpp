@@ -323,7 +323,7 @@ class RandomProgram {
         s.from = expr(pick(2));
         s.to = expr(pick(2));
         const int hops = 1 + pick(3);
-        for (int i = 0; i < hops; ++i) s.via.push_back(node_id());
+        for (int i = 0; i < hops; ++i) s.via.push_back(node());
         cover("statement:route");
         break;
       }
@@ -416,9 +416,11 @@ class RandomProgram {
       case 1:
         return leaf_name(name());
       default:
-        return Expr{Expr::Kind::node, {}, node_id(), {}, {}};
+        return node();
     }
   }
+
+  Expr node() { return Expr{Expr::Kind::node, {}, node_id(), {}, {}}; }
 
   support::Rational number() {
     static const std::vector<std::int64_t> kDenominators{1,  2,  4,   5,    8,   10,
@@ -563,7 +565,9 @@ TEST(DslTokenizer, NodeIds) {
   EXPECT_EQ(avoid.links, (std::vector<LinkRef>{{"a", "b", true}, {"c", "d", false}}));
   const Statement route = only_statement("route @h0.gpu0 -> 8 via @h0.nic0, @leaf0 @h1.nic0");
   EXPECT_EQ(route.from, node_expr("h0.gpu0"));
-  EXPECT_EQ(route.via, (std::vector<std::string>{"h0.nic0", "leaf0", "h1.nic0"}));
+  EXPECT_EQ(route.via,
+            (std::vector<Expr>{node_expr("h0.nic0"), node_expr("leaf0"), node_expr("h1.nic0")}));
+  EXPECT_EQ(route.via[2].pos.column, 42);
   EXPECT_THROW(parse_program(R"(ring over [@""])", "empty.ofl"), DslError);
   EXPECT_THROW(parse_program("ring over [@\"open\n\"]", "open.ofl"), DslError);
   EXPECT_THROW(parse_program("ring over [@]", "bare.ofl"), DslError);

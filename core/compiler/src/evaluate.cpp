@@ -246,9 +246,16 @@ class Evaluator {
 
   void add_route(const dsl::Statement& s, Scope& scope) {
     const std::int32_t from = rank_of(s.from, scope), to = rank_of(s.to, scope);
-    std::vector<topology::NodeId> path{topo_.gpu_of_rank(from)};
-    for (const auto& id : s.via) path.push_back(node(id, s.pos));
-    path.push_back(topo_.gpu_of_rank(to));
+    const topology::NodeId source = topo_.gpu_of_rank(from), destination = topo_.gpu_of_rank(to);
+    std::vector<topology::NodeId> path{source};
+    for (const dsl::Expr& hop : s.via) {
+      path.push_back(node(hop.text, hop.pos));
+      if (path.back() == source || path.back() == destination)
+        fail(hop.pos, "route: @" + hop.text + " is the route's " +
+                          (path.back() == source ? "source" : "destination") +
+                          "; 'via' lists only the nodes in between, not the source or destination");
+    }
+    path.push_back(destination);
     for (std::size_t i = 0; i + 1 < path.size(); ++i)
       if (!has_link(path[i], path[i + 1]))
         fail(s.pos, "route: no link from @" + topo_.node(path[i]).id + " to @" +

@@ -107,6 +107,11 @@ class Parser {
       fail("expected a node such as @h0.gpu3 " + context + ", found " + describe(peek()));
     return take().text;
   }
+  // A node as an expression, which keeps where it was written.
+  Expr node_expr(const std::string& context) {
+    const SourcePos pos = peek().pos;
+    return Expr{Expr::Kind::node, {}, expect_node(context), {}, pos};
+  }
 
   // --- statements ----------------------------------------------------------------------------
   Block statements(bool in_block) {
@@ -199,9 +204,9 @@ class Parser {
     expect_punct("->", "in 'route FROM -> TO via @node ...'");
     s.to = expr();
     expect_word("via", "in 'route FROM -> TO via @node ...'");
-    s.via.push_back(expect_node("after 'via'"));
+    s.via.push_back(node_expr("after 'via'"));
     while (accept_punct(",") || peek().kind == Tok::node)
-      s.via.push_back(expect_node("in the 'via' list"));
+      s.via.push_back(node_expr("in the 'via' list"));
     return s;
   }
 

@@ -165,7 +165,7 @@ void print_statement(const Statement& s, int indent, std::string& out) {
       break;
     case Statement::Kind::route:
       out += "route " + print_expr(s.from) + " -> " + print_expr(s.to) + " via";
-      for (const auto& node : s.via) out += " " + node_text(node);
+      for (const Expr& node : s.via) out += " " + print_expr(node);
       break;
     case Statement::Kind::avoid:
       out += "avoid ";

@@ -84,7 +84,7 @@ struct Statement {
 
   // route: `route FROM -> TO via N1 N2 ...`; avoid: `avoid A -> B, C <-> D`
   Expr from, to;
-  std::vector<std::string> via;
+  std::vector<Expr> via;  ///< node expressions (@id), so that errors can point at each
   std::vector<LinkRef> links;
 
   bool operator==(const Statement&) const = default;
