@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
+
+#include "optiflow/topology/rings.hpp"
 
 namespace optiflow::propose {
 namespace {
@@ -98,121 +99,19 @@ std::vector<std::string> around_slow_links(const topology::Topology& topo, const
   return out;
 }
 
-// Rings along direct GPU-to-GPU links, found the way NCCL searches for its rings: repeatedly a
-// directed Hamiltonian cycle over links with capacity left (depth-first from rank 0, fattest
-// links first, a bounded search), worth the capacity of its thinnest link, which is then
-// taken off every link it uses. Returns the cycles and their capacities.
-using RingSet = std::vector<std::pair<std::vector<int>, double>>;
-
-RingSet link_rings(const topology::Topology& topo, bool pair_reverse, std::uint64_t seed) {
-  constexpr std::size_t kMaxRings = 12;
-  constexpr std::size_t kMaxSteps = 200000;
-  const int n = topo.rank_count();
-  std::vector<std::vector<double>> left(static_cast<std::size_t>(n),
-                                        std::vector<double>(static_cast<std::size_t>(n), 0));
-  for (const topology::Link& l : topo.links())
-    if (topo.node(l.src).kind == topology::NodeKind::gpu &&
-        topo.node(l.dst).kind == topology::NodeKind::gpu)
-      left[static_cast<std::size_t>(topo.node(l.src).rank)]
-          [static_cast<std::size_t>(topo.node(l.dst).rank)] += l.bw_GBps;
-  auto capacity = [&](int a, int b) {
-    return left[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
-  };
-
-  // Ties between equally fat links are broken by a seeded hash of (position, link): different
-  // seeds find different cycles, and some leave room for more.
-  auto tie = [seed](int at, int b, std::size_t depth) {
-    std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(at) << 32) ^
-                      (static_cast<std::uint64_t>(b) << 16) ^ depth;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  };
-  RingSet rings;
-  while (rings.size() < kMaxRings && n > 2) {
-    std::vector<int> path{0};
-    std::vector<char> used(static_cast<std::size_t>(n), 0);
-    used[0] = 1;
-    std::size_t steps = 0;
-    std::function<bool()> extend = [&]() -> bool {
-      if (++steps > kMaxSteps) return false;
-      const int at = path.back();
-      if (static_cast<int>(path.size()) == n) return capacity(at, 0) > 0;
-      std::vector<int> next;
-      for (int b = 0; b < n; ++b)
-        if (!used[static_cast<std::size_t>(b)] && capacity(at, b) > 0) next.push_back(b);
-      std::sort(next.begin(), next.end(), [&](int a, int b) {
-        if (capacity(at, a) != capacity(at, b)) return capacity(at, a) > capacity(at, b);
-        return seed == 0 ? a < b : tie(at, a, path.size()) < tie(at, b, path.size());
-      });
-      for (int b : next) {
-        used[static_cast<std::size_t>(b)] = 1;
-        path.push_back(b);
-        if (extend()) return true;
-        path.pop_back();
-        used[static_cast<std::size_t>(b)] = 0;
-      }
-      return false;
-    };
-    if (!extend()) break;
-    // The same cycle the other way round uses the links' other directions; taking both keeps
-    // what is left symmetric, which leaves room for further cycles.
-    std::vector<int> back{path.front()};
-    back.insert(back.end(), path.rbegin(), path.rend() - 1);
-    std::vector<std::vector<int>> cycles{path};
-    if (pair_reverse) cycles.push_back(back);
-    for (const auto& cycle : cycles) {
-      double rate = 1e300;
-      for (int i = 0; i < n; ++i)
-        rate = std::min(rate, capacity(cycle[static_cast<std::size_t>(i)],
-                                       cycle[static_cast<std::size_t>((i + 1) % n)]));
-      if (rate <= 0) continue;
-      for (int i = 0; i < n; ++i)
-        left[static_cast<std::size_t>(cycle[static_cast<std::size_t>(i)])]
-            [static_cast<std::size_t>(cycle[static_cast<std::size_t>((i + 1) % n)])] -= rate;
-      rings.emplace_back(cycle, rate);
-    }
-  }
-  return rings;
-}
-
-// The fattest ring sets of a few seeded searches, with and without pairing each ring with its
-// reverse (at most two programs; none on topologies without direct GPU links).
-std::vector<RingSet> best_ring_sets(const topology::Topology& topo) {
-  const std::uint64_t seeds = topo.rank_count() <= 32
-                                  ? 64
-                                  : 8;  // the search is bounded; small topologies afford more tries
-  std::vector<RingSet> best;
-  for (bool pair_reverse : {false, true}) {
-    RingSet chosen;
-    double chosen_rate = 0;
-    for (std::uint64_t seed = 0; seed < seeds; ++seed) {
-      RingSet rings = link_rings(topo, pair_reverse, seed);
-      double rate = 0;
-      for (const auto& ring : rings) rate += ring.second;
-      if (rate > chosen_rate) {
-        chosen_rate = rate;
-        chosen = std::move(rings);
-      }
-    }
-    if (!chosen.empty() && (best.empty() || best.front() != chosen))
-      best.push_back(std::move(chosen));
-  }
-  return best;
-}
-
-std::string ring_program(const std::vector<std::pair<std::vector<int>, double>>& rings) {
+// One ring, or a split that gives each ring a weight proportional to its bandwidth.
+std::string ring_program(const topology::RingSet& rings) {
   auto ring = [](const std::vector<int>& order) {
     std::string text = "ring over [";
     for (std::size_t i = 0; i < order.size(); ++i)
       text += (i ? ", " : "") + std::to_string(order[i]);
     return text + "]";
   };
-  if (rings.size() == 1) return ring(rings.front().first) + "\n";
+  if (rings.size() == 1) return ring(rings.front().order) + "\n";
   std::string text = "split {\n";
-  for (const auto& [order, rate] : rings)
-    text += "  weight " + std::to_string(std::lround(rate * 100)) + " {\n    " + ring(order) +
-            "\n  }\n";
+  for (const auto& r : rings)
+    text += "  weight " + std::to_string(std::lround(r.bw_GBps * 100)) + " {\n    " +
+            ring(r.order) + "\n  }\n";
   return text + "}\n";
 }
 
@@ -236,7 +135,8 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
       "all reverse\n  }\n}\n",
   };
   if (power_of_two(s.ranks)) out.push_back("rd over all\n");
-  for (const auto& rings : best_ring_sets(topo)) out.push_back(ring_program(rings));
+  // Ring sets along direct GPU links, as NCCL builds its rings.
+  for (const auto& rings : topology::best_ring_sets(topo)) out.push_back(ring_program(rings));
   if (s.hosts > 1 && s.per_host > 1) {
     out.push_back("split nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n");
     out.push_back(
