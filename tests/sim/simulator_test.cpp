@@ -41,7 +41,7 @@ using topology::LinkSpec;
 using topology::NodeKind;
 using topology::Topology;
 
-// The generic link of ring<N> and fullmesh<N> (kGenericLink in core/src/generators.cpp).
+// The generic link of ring<N> and fullmesh<N> (kGenericLink in core/topology/src/generators.cpp).
 constexpr double kAlphaUs = 1.0;
 constexpr double kBwGBps = 25.0;
 constexpr double kBytesPerUsPerGBps = 1e3;
