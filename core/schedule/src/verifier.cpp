@@ -1,6 +1,6 @@
 // The schedule verifier (docs/schedule-ir.md, "Verification"): structural checks, then symbolic
-// execution of the flattened schedule on values (chunk index, contributing ranks), then the
-// collective's postcondition, chunk by chunk.
+// execution of the flattened schedule on values (chunk index, contributing ranks), the race
+// analysis over the order it ran in, and the collective's postcondition, chunk by chunk.
 #include "optiflow/schedule/verifier.hpp"
 
 #include <deque>
@@ -492,6 +492,7 @@ VerifyResult verify_schedule(const Schedule& schedule, const topology::Topology*
   const FlatSchedule flat(schedule, UnpairedMessages::keep);
   Executor executor(flat, layout, diagnostics);
   result.steps_executed = executor.run();
+  report_races(flat, layout, executor.order(), diagnostics);
   executor.report_deadlock();
   executor.report_unreceived();
   executor.check_postcondition();

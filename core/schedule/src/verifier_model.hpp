@@ -1,4 +1,4 @@
-// Shared by the verifier's structural checks and its symbolic execution: the
+// Shared by the verifier's structural checks, its symbolic execution and its race analysis: the
 // diagnostics collector, the names used in messages, symbolic values, and where each rank's
 // buffers lie in one array of chunk slots. The schedule itself is walked as a FlatSchedule.
 // Internal to core (not installed).
@@ -25,6 +25,7 @@ constexpr ValueId kNoValue = 0;   // the chunk holds nothing yet
 constexpr ValueId kBadValue = 1;  // the result of an operation already reported as an error
 
 // Malformed sizes must not exhaust memory: past these the verifier would need gigabytes.
+// (Steps stay below 2^31 so that the race analysis can pack a step and a flag in 32 bits.)
 constexpr std::size_t kMaxSlots = std::size_t{1} << 27;
 constexpr std::size_t kMaxSteps = std::size_t{1} << 30;
 constexpr std::size_t kMaxAccesses = std::size_t{1} << 28;  // chunk reads and writes in all
@@ -272,7 +273,7 @@ struct BufferSpan {
 };
 
 // Where a rank's buffers lie in one flat array of chunk slots. In-place aliasing is two buffers
-// whose spans overlap, so execution never has to know about it.
+// whose spans overlap, so neither execution nor the race analysis has to know about it.
 struct RankLayout {
   std::array<BufferSpan, 3> buffers;
   BufferSpan& operator[](BufferKind kind) { return buffers[static_cast<std::size_t>(kind)]; }
@@ -309,5 +310,14 @@ inline std::string link_text(const topology::Topology& topology, topology::LinkI
 /// returns whether the schedule may be flattened and executed.
 bool check_structure(const Schedule& schedule, const topology::Topology* topology,
                      Diagnostics& diagnostics, BufferLayout& layout);
+
+// ---- Analyses over the flattened schedule -------------------------------------------------
+
+/// Reports every pair of accesses to one chunk slot, at least one a write, that no chain of
+/// program order, dependencies and messages orders (docs/schedule-ir.md, "Verification").
+/// `order` lists the steps that can run, in an order they can run in (a topological order of
+/// the happens-before graph, such as the symbolic execution's).
+void report_races(const FlatSchedule& flat, const BufferLayout& layout,
+                  std::span<const StepId> order, Diagnostics& diagnostics);
 
 }  // namespace optiflow::schedule::verifier_detail
