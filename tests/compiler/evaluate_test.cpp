@@ -553,12 +553,26 @@ TEST(DslEval, LimitsRejectHostileProgramsFast) {
     EvalLimits limits;
     std::string message;
   };
+  // Each case lifts the other limits, so that only its own can stop the program.
+  constexpr std::int64_t kChunks = std::int64_t{1} << 40;
   const std::vector<Case> cases{
-      {{.max_transfers = 1u << 23, .max_pieces = 50'000, .max_work = 1u << 28},
+      {{.max_transfers = 1u << 23,
+        .max_pieces = 50'000,
+        .max_work = 1u << 28,
+        .max_chunks = kChunks},
        "more than 50000 pieces"},
-      {{.max_transfers = 10'000, .max_pieces = 1u << 20, .max_work = 1u << 28},
+      {{.max_transfers = 10'000,
+        .max_pieces = 1u << 20,
+        .max_work = 1u << 28,
+        .max_chunks = kChunks},
        "more than 10000 transfers"},
-      {{.max_transfers = 1u << 23, .max_pieces = 1u << 20, .max_work = 100'000}, "work limit"}};
+      {{.max_transfers = 1u << 23,
+        .max_pieces = 1u << 20,
+        .max_work = 100'000,
+        .max_chunks = kChunks},
+       "work limit"},
+      {{.max_transfers = 1u << 23, .max_pieces = 1u << 20, .max_work = 1u << 28},
+       "chunks per buffer"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.message);
     const auto start = std::chrono::steady_clock::now();

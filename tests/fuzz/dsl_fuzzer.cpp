@@ -19,7 +19,7 @@ namespace {
 
 using namespace optiflow::support;
 using namespace optiflow::topology;
-using namespace optiflow::dsl;
+namespace dsl = optiflow::dsl;
 using namespace optiflow::compiler;
 
 // Two hosts of 8 GPUs: hosts, rails, NICs, leaf switches and a spine for every statement kind.
@@ -63,13 +63,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string printed;
   check_round_trip(program, text, printed);
 
-  dsl::EvalLimits limits;
+  EvalLimits limits;
   limits.max_transfers = 1u << 14;
   limits.max_pieces = 1u << 12;
   limits.max_work = 1u << 20;
+  limits.max_chunks = 1 << 12;
   Plan plan;
   try {
-    plan = dsl::evaluate(program, fuzz_topology(), "input.ofl", text, limits);
+    plan = evaluate(program, fuzz_topology(), "input.ofl", text, limits);
   } catch (const InputError&) {
     return 0;
   }
@@ -80,14 +81,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                          Collective::all_reduce};
   CompileOptions options;
   options.collective = kCollectives[size % 3];
-  options.max_chunks = 1 << 12;
+  options.limits = limits;
   try {
     (void)compile(program, fuzz_topology(), options, "input.ofl", text);
   } catch (const InputError& e) {
-    // A program the evaluator accepts may still need too many chunks, or avoid every path
-    // between two ranks it connects; anything else is a compiler bug.
+    // A program the evaluator accepts may still be too large as an All-Reduce (both phases
+    // count), or avoid every path between two ranks it connects; anything else, and every
+    // InternalError, is a compiler bug.
     const std::string message = e.what();
-    if (message.find("chunks per buffer") == std::string::npos &&
+    if (message.find("transfers (counting") == std::string::npos &&
+        message.find("reductions before it is gathered") == std::string::npos &&
         message.find("no route from rank") == std::string::npos)
       crash("compile failed: " + message, text, printed);
   }

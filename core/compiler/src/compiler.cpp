@@ -1,4 +1,5 @@
-// The compiler driver: runs the passes in order, times them, and checks the plan after each.
+// The compiler driver: runs the passes in order, times them, checks the plan after each, and
+// keeps the compile within its time limit.
 #include "optiflow/compiler/compiler.hpp"
 
 #include <chrono>
@@ -14,23 +15,33 @@
 namespace optiflow::compiler {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 class PassRunner {
  public:
-  PassRunner(const std::string& source, const topology::Topology& topology)
-      : source_(source), topology_(topology) {}
+  PassRunner(const std::string& source, const topology::Topology& topology,
+             Clock::time_point deadline)
+      : source_(source), topology_(topology), deadline_(deadline) {}
 
   /// Runs `pass` on `plan`, records its time, and checks the plan it leaves.
   void run(const std::string& name, Plan& plan, const std::function<void(Plan&)>& pass,
            bool routed = false) {
+    require_time(name, plan);
     const auto start = std::chrono::steady_clock::now();
     pass(plan);
     const std::chrono::duration<double, std::milli> spent =
         std::chrono::steady_clock::now() - start;
     reports_.push_back(PassReport{name, spent.count(), plan.transfers.size()});
     const std::string problem = passes::check_plan(plan, routed ? &topology_ : nullptr);
-    if (!problem.empty())
+    if (!problem.empty()) throw InternalError("after pass '" + name + "': " + problem);
+  }
+
+  void require_time(const std::string& name, const Plan& plan) const {
+    if (Clock::now() > deadline_)
       throw support::InputError(support::SourceLocation{source_, 0, 0, {}},
-                                "internal compiler error after pass '" + name + "': " + problem);
+                                "compiling exceeds its time limit (before pass '" + name +
+                                    "', with " + std::to_string(plan.transfers.size()) +
+                                    " transfers)");
   }
 
   std::vector<PassReport> take_reports() { return std::move(reports_); }
@@ -38,23 +49,36 @@ class PassRunner {
  private:
   const std::string& source_;
   const topology::Topology& topology_;
+  Clock::time_point deadline_;
   std::vector<PassReport> reports_;
 };
 
-Plan mirror_for(support::Collective collective, Plan plan, const std::string& source) {
+Plan mirror_for(support::Collective collective, Plan plan, const EvalLimits& limits,
+                const passes::ProgramText& program) {
   switch (collective) {
     case support::Collective::all_gather:
       return plan;
     case support::Collective::reduce_scatter:
       return passes::mirror_reduce_scatter(plan);
     case support::Collective::all_reduce:
-      return passes::all_reduce(plan);
+      return passes::all_reduce(plan, limits, program);
     default:
       throw support::InputError(
-          support::SourceLocation{source, 0, 0, "--collective"},
+          support::SourceLocation{program.source, 0, 0, "--collective"},
           "programs compile to allgather, reducescatter and allreduce; not to " +
               std::string(to_string(collective)));
   }
+}
+
+// The limits as this collective and time limit make them.
+EvalLimits limits_for(const CompileOptions& options, Clock::time_point start) {
+  EvalLimits limits = options.limits;
+  limits.phases = options.collective == support::Collective::all_reduce ? 2 : 1;
+  if (options.time_limit_s > 0)
+    limits.deadline =
+        std::min(limits.deadline, start + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(options.time_limit_s)));
+  return limits;
 }
 
 }  // namespace
@@ -62,17 +86,20 @@ Plan mirror_for(support::Collective collective, Plan plan, const std::string& so
 Compilation compile(const dsl::Program& program, const topology::Topology& topology,
                     const CompileOptions& options, const std::string& source,
                     const std::string& text) {
-  PassRunner runner(source, topology);
+  const EvalLimits limits = limits_for(options, Clock::now());
+  const passes::ProgramText program_text{source, text};
+  PassRunner runner(source, topology, limits.deadline);
   Plan plan;
-  runner.run("expand", plan, [&](Plan& p) { p = evaluate(program, topology, source, text); });
+  runner.run("expand", plan,
+             [&](Plan& p) { p = evaluate(program, topology, source, text, limits); });
   runner.run("pipeline", plan, passes::pipeline);
-  runner.run("mirror", plan,
-             [&](Plan& p) { p = mirror_for(options.collective, std::move(p), source); });
-  runner.run("chunks", plan,
-             [&](Plan& p) { passes::assign_chunks(p, options.max_chunks, source); });
+  runner.run("mirror", plan, [&](Plan& p) {
+    p = mirror_for(options.collective, std::move(p), limits, program_text);
+  });
+  runner.run("chunks", plan, [&](Plan& p) { passes::assign_chunks(p, limits.max_chunks); });
   runner.run("coalesce", plan, passes::coalesce);
   runner.run(
-      "route", plan, [&](Plan& p) { passes::route(p, topology, source); }, true);
+      "route", plan, [&](Plan& p) { passes::route(p, topology, program_text); }, true);
   runner.run(
       "order", plan, [&](Plan& p) { passes::order(p, topology, options.reference_size_bytes); },
       true);
@@ -80,6 +107,7 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
 
   Compilation result;
   const std::string name = options.name.empty() ? "optiflow" : options.name;
+  runner.require_time("emit", plan);
   const auto start = std::chrono::steady_clock::now();
   result.schedule = passes::emit(plan, options.collective, name, topology.name());
   const schedule::VerifyResult verdict = schedule::verify_schedule(result.schedule, &topology);
@@ -87,9 +115,8 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
   result.passes = runner.take_reports();
   result.passes.push_back(PassReport{"emit+verify", spent.count(), plan.transfers.size()});
   if (!verdict.ok())
-    throw support::InputError(
-        support::SourceLocation{source, 0, 0, {}},
-        "internal compiler error: the schedule fails verification: " + verdict.summary());
+    throw InternalError("the schedule compiled from " + source +
+                        " fails verification: " + verdict.summary());
   result.plan = std::move(plan);
   return result;
 }

@@ -3,6 +3,7 @@
 #include "optiflow/compiler/evaluate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -19,6 +20,7 @@ constexpr std::int32_t kOwned = -1;
 constexpr std::int64_t kMaxSplitParts = 1024;
 constexpr std::int64_t kMaxPipeline = 64;
 constexpr std::int64_t kMaxChannels = 32;
+constexpr int kWorkPerClockLog2 = 16;
 
 // A contiguous part of one rank's share, and who holds and who carries it.
 struct Piece {
@@ -54,9 +56,11 @@ class Evaluator {
     }
     plan_.ranks = n_;
     plan_.avoid_sets.emplace_back();
+    chunks_ = std::max<std::int64_t>(n_, 1);
   }
 
   Plan run(const dsl::Program& program) {
+    plan_.pipeline = final_pipeline(program);
     std::vector<std::int32_t> active;
     for (std::int32_t r = 0; r < n_; ++r) {
       Piece piece;
@@ -74,16 +78,87 @@ class Evaluator {
   }
 
  private:
+  // The pipeline depth the program ends up with, looked up before anything is cut, so that
+  // every limit counts the slices of pieces and transfers made before a late `pipeline` line.
+  // Only top-level `let` and `pipeline` can decide it; an error there is left for the
+  // evaluation proper to report in its place.
+  std::int32_t final_pipeline(const dsl::Program& program) {
+    Scope scope;
+    std::int32_t depth = 1;
+    try {
+      for (const dsl::Statement& s : program.body) {
+        if (s.kind == dsl::Statement::Kind::let) scope.vars[s.var] = number(s.value, scope, -1);
+        if (s.kind == dsl::Statement::Kind::pipeline)
+          depth =
+              static_cast<std::int32_t>(integer(s.value, scope, -1, 1, kMaxPipeline, "pipeline"));
+      }
+    } catch (const dsl::DslError&) {
+    }
+    return depth;
+  }
+
   // --- errors and limits -----------------------------------------------------------------
   [[noreturn]] void fail(dsl::SourcePos pos, const std::string& message) const {
     throw dsl::DslError(support::SourceLocation{source_, pos.line, pos.column, {}}, message,
                         dsl::source_line(text_, pos.line));
   }
   void spend(std::size_t work, dsl::SourcePos pos) {
+    const std::size_t before = work_;
     work_ += work;
     if (work_ > limits_.max_work)
       fail(pos, "evaluation exceeds its work limit (" + std::to_string(limits_.max_work) +
                     " operations): the program makes too many pieces or transfers");
+    // Reading the clock costs more than most units of work, so look at it now and then.
+    if ((work_ >> kWorkPerClockLog2) != (before >> kWorkPerClockLog2) &&
+        std::chrono::steady_clock::now() > limits_.deadline)
+      fail(pos,
+           "evaluation exceeds its time limit: the program makes too many pieces or "
+           "transfers");
+  }
+
+  // The chunk count the compiled plan needs once `data` is cut into `pipeline` slices: the
+  // denominators of the slices' ends are those of its begin and of the slice length.
+  std::optional<std::int64_t> chunks_with(std::int64_t chunks, const Interval& data,
+                                          std::int64_t pipeline) const {
+    const auto length = sub(data.end, data.begin);
+    const auto slice = length ? div(*length, support::Rational(pipeline)) : std::nullopt;
+    if (!slice) return std::nullopt;
+    const auto with_begin = support::checked_lcm(chunks, data.begin.den());
+    return with_begin ? support::checked_lcm(*with_begin, slice->den()) : std::nullopt;
+  }
+
+  // Every piece's data is sent, so the plan will need chunks for it: reject the statement that
+  // makes the count exceed the limit before anything is allocated for it.
+  void require_chunks(std::optional<std::int64_t> chunks, dsl::SourcePos pos) {
+    if (chunks && *chunks <= limits_.max_chunks) {
+      chunks_ = *chunks;
+      return;
+    }
+    fail(pos, "the program's pieces need " +
+                  (chunks ? std::to_string(*chunks) : std::string("more than 2^63")) +
+                  " chunks per buffer" + with_pipeline() + " (limit " +
+                  std::to_string(limits_.max_chunks) +
+                  "): use fewer parts, simpler weights or a smaller pipeline");
+  }
+
+  std::string with_pipeline() const {
+    return plan_.pipeline > 1 ? " with pipeline " + std::to_string(plan_.pipeline) : "";
+  }
+
+  // Transfers the compiled plan has for `made` transfers of the program.
+  std::size_t compiled_transfers(std::size_t made) const {
+    return made * static_cast<std::size_t>(plan_.pipeline) * limits_.phases;
+  }
+
+  void require_transfers(std::size_t made, dsl::SourcePos pos) const {
+    if (compiled_transfers(made) <= limits_.max_transfers) return;
+    std::string counted;
+    if (plan_.pipeline > 1)
+      counted += " of the " + std::to_string(plan_.pipeline) + " pipeline slices";
+    if (limits_.phases > 1) counted += " once per phase of the collective";
+    fail(pos, "the program makes more than " + std::to_string(limits_.max_transfers) +
+                  " transfers" + (counted.empty() ? "" : " (counting each" + counted + ")") +
+                  ": use fewer parts, a smaller pipeline or a pattern that sends less");
   }
 
   std::int32_t new_piece(Piece piece, dsl::SourcePos pos) {
@@ -91,6 +166,7 @@ class Evaluator {
       fail(pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
                     " pieces");
     spend(static_cast<std::size_t>(n_), pos);
+    require_chunks(chunks_with(chunks_, piece.data, plan_.pipeline), pos);
     pieces_.push_back(std::move(piece));
     return static_cast<std::int32_t>(pieces_.size() - 1);
   }
@@ -151,6 +227,7 @@ class Evaluator {
            std::string("'") + name + "' applies to the whole program: put it at the top level");
     const std::int64_t limit = is_pipeline ? kMaxPipeline : kMaxChannels;
     const std::int64_t value = integer(s.value, scope, -1, 1, limit, name);
+    // final_pipeline() found the same depth before evaluation began, and the limits used it.
     (is_pipeline ? plan_.pipeline : plan_.channels) = static_cast<std::int32_t>(value);
   }
 
@@ -403,6 +480,7 @@ class Evaluator {
       }
     }
     ++stage_;
+    plan_.statements.push_back(StatementPos{s.pos.line, s.pos.column});
     std::vector<std::int32_t> next;
     for (std::int32_t piece : active) {
       std::vector<std::int32_t> roots(group_list.size(), -1);  // first carrier per group
@@ -540,9 +618,7 @@ class Evaluator {
     Piece& piece = pieces_[static_cast<std::size_t>(index)];
     auto& holder = piece.holder;
     if (holder[static_cast<std::size_t>(to)] != kNotHeld) return;
-    if (plan_.transfers.size() >= limits_.max_transfers)
-      fail(pos,
-           "the program makes more than " + std::to_string(limits_.max_transfers) + " transfers");
+    require_transfers(plan_.transfers.size() + 1, pos);
     spend(1, pos);
     Transfer t;
     t.src = from;
@@ -550,6 +626,7 @@ class Evaluator {
     t.data = piece.data;
     if (const std::int32_t dep = holder[static_cast<std::size_t>(from)]; dep >= 0) t.deps = {dep};
     t.stage = stage_;
+    t.statement = static_cast<std::int32_t>(plan_.statements.size()) - 1;
     t.round = round;
     t.piece = index;
     t.explicit_route = route >= 0 ? route : explicit_route_for(from, to, scope);
@@ -676,6 +753,7 @@ class Evaluator {
   EvalLimits limits_;
   std::int32_t n_ = 0, nhosts_ = 0, nlocal_ = 0, stage_ = -1;
   std::size_t work_ = 0;
+  std::int64_t chunks_ = 1;  // per buffer, for the pieces cut so far and the pipeline depth
   std::map<std::string, topology::NodeId> node_by_id_;
   std::map<std::vector<topology::NodeId>, std::int32_t> path_index_;
   std::map<std::vector<topology::LinkId>, std::int32_t> avoid_index_;

@@ -6,13 +6,17 @@
 #include <queue>
 #include <tuple>
 
-#include "optiflow/support/error.hpp"
+#include "optiflow/dsl/parser.hpp"
 #include "optiflow/topology/routing.hpp"
 
 namespace optiflow::compiler::passes {
 namespace {
 
 using Index = std::int32_t;
+
+std::size_t at(Index i) {
+  return static_cast<std::size_t>(i);
+}
 
 bool overlaps(const Interval& a, const Interval& b) {
   return a.begin < b.end && b.begin < a.end;
@@ -32,7 +36,74 @@ std::vector<std::vector<Index>> dependents(const Plan& plan) {
   return out;
 }
 
+// --- All-Reduce: each root of the All-Gather waits for the reductions into its data ---------
+
+// An All-Gather transfer without dependencies leaves the owner of its data (every other sender
+// got the data from a transfer it waits for), and the Reduce-Scatter transfers into that owner
+// that carry its own data are the mirrors of exactly those roots.
+std::vector<std::vector<Index>> roots_by_owner(const Plan& ag) {
+  std::vector<std::vector<Index>> roots(at(ag.ranks));
+  for (Index t = 0; t < static_cast<Index>(ag.transfers.size()); ++t)
+    if (ag.transfers[at(t)].deps.empty()) roots[at(ag.transfers[at(t)].src)].push_back(t);
+  return roots;
+}
+
+// How many of `roots` overlap each of them, from two binary searches each: those that begin
+// before it ends, less those that end before it begins.
+void count_overlaps(const Plan& ag, const std::vector<Index>& roots,
+                    std::vector<std::uint32_t>& counts) {
+  std::vector<support::Rational> begins, ends;
+  for (Index r : roots) {
+    begins.push_back(ag.transfers[at(r)].data.begin);
+    ends.push_back(ag.transfers[at(r)].data.end);
+  }
+  std::sort(begins.begin(), begins.end());
+  std::sort(ends.begin(), ends.end());
+  for (Index r : roots) {
+    const Interval& d = ag.transfers[at(r)].data;
+    const auto starting = std::lower_bound(begins.begin(), begins.end(), d.end) - begins.begin();
+    const auto finished = std::upper_bound(ends.begin(), ends.end(), d.begin) - ends.begin();
+    counts[at(r)] = static_cast<std::uint32_t>(starting - finished);
+  }
+}
+
+[[noreturn]] void fail_join_limit(const Plan& ag, const std::vector<std::uint32_t>& counts,
+                                  const EvalLimits& limits, const ProgramText& program) {
+  // Point at the step whose roots wait the most.
+  std::vector<std::size_t> per_statement(ag.statements.size() + 1, 0);
+  for (std::size_t t = 0; t < counts.size(); ++t)
+    per_statement[at(ag.transfers[t].statement + 1)] += counts[t];
+  const auto worst = std::max_element(per_statement.begin(), per_statement.end());
+  fail_at_statement(program, ag, static_cast<Index>(worst - per_statement.begin()) - 1,
+                    "as an All-Reduce, this step's data waits for more than " +
+                        std::to_string(limits.max_join_dependencies) +
+                        " reductions before it is gathered (each send from a data's owner waits "
+                        "for every reduction into that data): send from the owner to fewer "
+                        "ranks, e.g. with a ring or a tree instead of direct");
+}
+
+// Rejects an All-Reduce whose roots would wait for more reductions than the limit allows,
+// counting them before any is stored.
+void require_join_limit(const Plan& ag, const EvalLimits& limits, const ProgramText& program) {
+  std::vector<std::uint32_t> counts(ag.transfers.size(), 0);
+  std::size_t total = 0;
+  for (const auto& owned : roots_by_owner(ag)) {
+    count_overlaps(ag, owned, counts);
+    for (Index r : owned) total += counts[at(r)];
+  }
+  if (total > limits.max_join_dependencies) fail_join_limit(ag, counts, limits, program);
+}
+
 }  // namespace
+
+void fail_at_statement(const ProgramText& program, const Plan& plan, std::int32_t statement,
+                       const std::string& message) {
+  const StatementPos pos = statement >= 0 && at(statement) < plan.statements.size()
+                               ? plan.statements[at(statement)]
+                               : StatementPos{};
+  throw dsl::DslError(support::SourceLocation{program.source, pos.line, pos.column, {}}, message,
+                      dsl::source_line(program.text, pos.line));
+}
 
 void pipeline(Plan& plan) {
   const std::int64_t k = plan.pipeline;
@@ -90,7 +161,8 @@ Plan mirror_reduce_scatter(const Plan& ag) {
   return rs;
 }
 
-Plan all_reduce(const Plan& ag) {
+Plan all_reduce(const Plan& ag, const EvalLimits& limits, const ProgramText& program) {
+  require_join_limit(ag, limits, program);
   Plan plan = mirror_reduce_scatter(ag);
   const auto offset = static_cast<Index>(plan.transfers.size());
   std::int32_t stage_offset = 0;
@@ -115,18 +187,14 @@ Plan all_reduce(const Plan& ag) {
   return plan;
 }
 
-void assign_chunks(Plan& plan, std::int64_t max_chunks, const std::string& source) {
+void assign_chunks(Plan& plan, std::int64_t max_chunks) {
   std::int64_t chunks = std::max<std::int64_t>(plan.ranks, 1);
-  auto fail = [&](const std::string& what) {
-    throw support::InputError(support::SourceLocation{source, 0, 0, {}},
-                              "the program's splits need " + what + " chunks per buffer (limit " +
-                                  std::to_string(max_chunks) +
-                                  "): use simpler weights or fewer parts");
-  };
   for (const Transfer& t : plan.transfers)
     for (support::Rational r : {t.data.begin, t.data.end}) {
       const auto lcm = support::checked_lcm(chunks, r.den());
-      if (!lcm || *lcm > max_chunks) fail(lcm ? std::to_string(*lcm) : "more than 2^63");
+      if (!lcm || *lcm > max_chunks)
+        throw InternalError("the plan needs more than " + std::to_string(max_chunks) +
+                            " chunks per buffer, which evaluation should have rejected");
       chunks = *lcm;
     }
   plan.chunks = chunks;
@@ -204,11 +272,11 @@ void coalesce(Plan& plan) {
   // Merging only joins transfers of one round, which never wait on each other; if that ever
   // failed, a cycle would leave transfers unsorted, and the merge must not be used.
   if (sorted.size() != survivors.size())
-    throw std::logic_error("coalesce: merged transfers form a cycle");
+    throw InternalError("coalesce: merged transfers form a cycle");
   plan.transfers = std::move(sorted);
 }
 
-void route(Plan& plan, const topology::Topology& topology, const std::string& source) {
+void route(Plan& plan, const topology::Topology& topology, const ProgramText& program) {
   topology::Router router(topology);
   for (Transfer& t : plan.transfers) {
     if (t.explicit_route >= 0) {
@@ -219,10 +287,10 @@ void route(Plan& plan, const topology::Topology& topology, const std::string& so
     t.route = router.path(topology.gpu_of_rank(t.src), topology.gpu_of_rank(t.dst),
                           plan.avoid_sets[static_cast<std::size_t>(t.avoid_set)]);
     if (t.route.empty())
-      throw support::InputError(support::SourceLocation{source, 0, 0, {}},
-                                "no route from rank " + std::to_string(t.src) + " to rank " +
-                                    std::to_string(t.dst) + " in topology '" + topology.name() +
-                                    "' (with the links the program avoids)");
+      fail_at_statement(program, plan, t.statement,
+                        "no route from rank " + std::to_string(t.src) + " to rank " +
+                            std::to_string(t.dst) + " in topology '" + topology.name() +
+                            "' (with the links the program avoids)");
   }
 }
 

@@ -4,12 +4,23 @@
 
 #include <string>
 
+#include "optiflow/compiler/limits.hpp"
 #include "optiflow/compiler/plan.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/support/collective.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::compiler::passes {
+
+/// The program a plan came from, so that passes can point errors at the step responsible.
+struct ProgramText {
+  const std::string& source;
+  const std::string& text;
+};
+
+/// Throws DslError at plan.statements[statement] (at the file when there is none).
+[[noreturn]] void fail_at_statement(const ProgramText& program, const Plan& plan,
+                                    std::int32_t statement, const std::string& message);
 
 /// Cuts every transfer into plan.pipeline equal slices; slice k waits only for the slices of
 /// its dependencies that carry overlapping data.
@@ -19,14 +30,15 @@ void pipeline(Plan& plan);
 /// receiver reducing, and each sender waiting for everything its All-Gather children sent on.
 Plan mirror_reduce_scatter(const Plan& all_gather);
 
-/// Reduce-Scatter (mirrored) then the All-Gather; each All-Gather root waits for its data's
-/// reduction to finish.
-Plan all_reduce(const Plan& all_gather);
+/// Reduce-Scatter (mirrored) then the All-Gather; each All-Gather root waits for the
+/// reductions into its data. Throws DslError when those waits exceed
+/// limits.max_join_dependencies, counted before any is stored.
+Plan all_reduce(const Plan& all_gather, const EvalLimits& limits, const ProgramText& program);
 
 /// Fixes the chunk count (the least common multiple of every fraction's denominator and the
-/// rank count) and sets first_chunk/chunk_count. Throws InputError naming `source` when more
-/// than `max_chunks` would be needed.
-void assign_chunks(Plan& plan, std::int64_t max_chunks, const std::string& source);
+/// rank count) and sets first_chunk/chunk_count. The evaluator has already rejected programs
+/// needing more than `max_chunks`, so more is an InternalError.
+void assign_chunks(Plan& plan, std::int64_t max_chunks);
 
 /// Merges transfers of contiguous chunks that one step sends in the same round between the
 /// same ranks (e.g. recursive doubling's "everything gathered so far") into one message.
@@ -34,8 +46,8 @@ void coalesce(Plan& plan);
 
 /// Explicit routes become link lists; the rest take the cheapest path, each link costing its
 /// alpha plus the time to move 1 MiB over it (so faster link classes win), avoiding links the
-/// program avoids. Throws InputError when no path exists.
-void route(Plan& plan, const topology::Topology& topology, const std::string& source);
+/// program avoids. Throws DslError at the step when no path exists.
+void route(Plan& plan, const topology::Topology& topology, const ProgramText& program);
 
 /// Earliest-start list scheduling with the simulator's alpha-beta costs at
 /// `reference_size_bytes`: ready transfers in order of (ready time, stage, round, index) start

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "optiflow/compiler/limits.hpp"
 #include "optiflow/compiler/plan.hpp"
 #include "optiflow/dsl/ast.hpp"
 #include "optiflow/schedule/schedule.hpp"
@@ -23,8 +24,12 @@ struct CompileOptions {
   /// The buffer size the list scheduler assumes when it orders transfers on links (the
   /// schedule itself is independent of size).
   std::uint64_t reference_size_bytes = std::uint64_t{1} << 30;
-  /// Upper limit on chunks per buffer; programs with finer splits are rejected.
-  std::int64_t max_chunks = std::int64_t{1} << 16;
+  /// What the compile may spend: transfers, pieces, chunks per buffer, work, time.
+  /// `limits.phases` is set from the collective.
+  EvalLimits limits;
+  /// Wall-clock budget in seconds from the start of compile(); 0 = none. Tightens
+  /// limits.deadline.
+  double time_limit_s = 0;
   std::string name;  ///< schedule name; empty = "optiflow"
 };
 
@@ -41,9 +46,10 @@ struct Compilation {
   std::vector<PassReport> passes;
 };
 
-/// Compiles program text. Errors in the program throw dsl::DslError (file:line:col); a
-/// program that compiles to a schedule the verifier rejects throws InputError naming the
-/// program and the first verifier messages (that is a compiler bug, reported as such).
+/// Compiles program text. Errors in the program, and programs that would exceed
+/// options.limits, throw dsl::DslError (file:line:col, at the statement responsible); a bad
+/// collective or an exceeded time limit throws support::InputError. A broken invariant of the
+/// compiler, including a schedule the verifier rejects, throws InternalError.
 Compilation compile_program(std::string_view text, const std::string& source,
                             const topology::Topology& topology, const CompileOptions& options = {});
 

@@ -9,17 +9,11 @@
 
 namespace optiflow::compiler {
 
-/// Bounds on evaluation, so that no program can exhaust time or memory.
-struct EvalLimits {
-  std::size_t max_transfers = 1u << 21;  ///< a ring on 1,024 ranks makes 2^20
-  std::size_t max_pieces = 1u << 17;
-  std::size_t max_work = 1u << 28;  ///< expression evaluations, tree edges, holder updates
-};
-
 /// Expands `program` into the All-Gather dissemination it describes on `topology`: rank r's
 /// share [r/N, (r+1)/N) of the buffer starts on r; each step moves what its carriers hold
 /// within each group (docs/dsl.md). Throws DslError located at the statement or expression at
-/// fault, with `source` as the file and `text` for the caret line.
+/// fault, with `source` as the file and `text` for the caret line, among them any program whose
+/// compiled plan would exceed `limits` (checked before the memory is spent).
 Plan evaluate(const dsl::Program& program, const topology::Topology& topology,
               const std::string& source, const std::string& text, const EvalLimits& limits = {});
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "optiflow/compiler/limits.hpp"
 #include "optiflow/support/rational.hpp"
 #include "optiflow/topology/topology.hpp"
 
@@ -35,11 +36,20 @@ struct Transfer {
   std::int32_t slice = 0;            ///< which of the `pipeline` slices of the piece
   std::int32_t explicit_route = -1;  ///< index into Plan::explicit_routes, -1 = route it
   std::int32_t avoid_set = 0;        ///< index into Plan::avoid_sets (0: avoid nothing)
+  std::int32_t statement = -1;       ///< index into Plan::statements: the step that made it
   // Filled by the passes:
   std::vector<topology::LinkId> route;
   double start_us = 0;
   double finish_us = 0;
   std::int32_t channel = 0;
+};
+
+/// Where a statement is in the program text (1-based), so that passes after evaluation can
+/// point their errors at the step responsible.
+struct StatementPos {
+  int line = 0;
+  int column = 0;
+  bool operator==(const StatementPos&) const = default;
 };
 
 struct Plan {
@@ -51,6 +61,7 @@ struct Plan {
   std::vector<std::vector<topology::NodeId>>
       explicit_routes;                                    ///< node paths from `route` and `bfs`
   std::vector<std::vector<topology::LinkId>> avoid_sets;  ///< [0] is empty
+  std::vector<StatementPos> statements;                   ///< the steps transfers come from
 };
 
 }  // namespace optiflow::compiler

@@ -1,0 +1,41 @@
+// What one compile may spend, and the error for the compiler's own bugs.
+//
+// Every limit is checked before the memory it guards is allocated: the evaluator knows, from
+// the pieces it cuts and the pipeline depth, how many transfers and chunks the compiled plan
+// will have, and rejects the statement that would exceed them (docs/compiler.md, "Limits").
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace optiflow::compiler {
+
+struct EvalLimits {
+  /// Transfers of the compiled plan: each one the program makes counts once per pipeline
+  /// slice, and twice for an All-Reduce (`phases`). A ring on 1,024 ranks makes 2^20.
+  std::size_t max_transfers = std::size_t{1} << 21;
+  std::size_t max_pieces = std::size_t{1} << 17;
+  std::size_t max_work = std::size_t{1} << 28;      ///< expression evaluations, tree edges, holders
+  std::int64_t max_chunks = std::int64_t{1} << 16;  ///< per buffer
+  /// Dependencies an All-Reduce adds where each root waits for the reductions into its data
+  /// (a `direct` step makes (m-1)^2 per piece); the other passes make at most two per transfer.
+  std::size_t max_join_dependencies = std::size_t{1} << 24;
+  /// Copies of every transfer the collective makes: 2 for All-Reduce (Reduce-Scatter, then
+  /// All-Gather). The compiler sets it.
+  std::size_t phases = 1;
+  /// Wall-clock budget, checked as evaluation works and between passes; max() = none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+/// An invariant of the compiler broke: a bug in a pass, never the program's or the topology's
+/// fault (those are support::InputError, or dsl::DslError when located in the program).
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message)
+      : std::logic_error("internal compiler error: " + message) {}
+};
+
+}  // namespace optiflow::compiler
