@@ -147,5 +147,14 @@ TEST(CompilerLimits, ATimeLimitStopsTheCompile) {
 static_assert(!std::is_base_of_v<support::InputError, InternalError>,
               "a compiler bug must not be reported as the user's mistake");
 
+TEST(CompilerLimits, InconsistentIndexListsAreAnInternalError) {
+  EXPECT_THROW(IndexLists({0, 3}, {1, 2}), InternalError);
+  EXPECT_THROW(IndexLists({}, {}), InternalError);
+  const IndexLists lists({0, 1, 3}, {7, 8, 9});
+  ASSERT_EQ(lists.size(), 2u);
+  EXPECT_EQ(lists[1].size(), 2u);
+  EXPECT_EQ(lists[1][1], 9);
+}
+
 }  // namespace
 }  // namespace optiflow::compiler

@@ -17,31 +17,42 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// What a pass changes, and so what check_plan looks at after it: passes that only fill in
+/// values it does not check (chunk indices, times, channels) skip it.
+enum class Changes { values, structure, routes };
+
 class PassRunner {
  public:
   PassRunner(const std::string& source, const topology::Topology& topology,
              Clock::time_point deadline)
       : source_(source), topology_(topology), deadline_(deadline) {}
 
-  /// Runs `pass` on `plan`, records its time, and checks the plan it leaves.
-  void run(const std::string& name, Plan& plan, const std::function<void(Plan&)>& pass,
-           bool routed = false) {
-    require_time(name, plan);
-    const auto start = std::chrono::steady_clock::now();
-    pass(plan);
-    const std::chrono::duration<double, std::milli> spent =
-        std::chrono::steady_clock::now() - start;
-    reports_.push_back(PassReport{name, spent.count(), plan.transfers.size()});
-    const std::string problem = passes::check_plan(plan, routed ? &topology_ : nullptr);
-    if (!problem.empty()) throw InternalError("after pass '" + name + "': " + problem);
-  }
-
-  void require_time(const std::string& name, const Plan& plan) const {
+  /// Runs `work` as pass `name` over `transfers` transfers and returns what it returns.
+  template <typename Work>
+  auto timed(const std::string& name, std::size_t transfers, Work work) {
     if (Clock::now() > deadline_)
       throw support::InputError(support::SourceLocation{source_, 0, 0, {}},
                                 "compiling exceeds its time limit (before pass '" + name +
-                                    "', with " + std::to_string(plan.transfers.size()) +
-                                    " transfers)");
+                                    "', with " + std::to_string(transfers) + " transfers)");
+    const auto start = Clock::now();
+    auto result = work();
+    const std::chrono::duration<double, std::milli> spent = Clock::now() - start;
+    reports_.push_back(PassReport{name, spent.count(), transfers});
+    return result;
+  }
+
+  /// Runs `pass` on `plan`, records its time, and checks what it may have broken.
+  void run(const std::string& name, Plan& plan, const std::function<void(Plan&)>& pass,
+           Changes changes = Changes::structure) {
+    timed(name, plan.transfers.size(), [&] {
+      pass(plan);
+      return 0;
+    });
+    reports_.back().transfers = plan.transfers.size();
+    if (changes == Changes::values) return;
+    const std::string problem =
+        passes::check_plan(plan, changes == Changes::routes ? &topology_ : nullptr);
+    if (!problem.empty()) throw InternalError("after pass '" + name + "': " + problem);
   }
 
   std::vector<PassReport> take_reports() { return std::move(reports_); }
@@ -96,28 +107,33 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
   runner.run("mirror", plan, [&](Plan& p) {
     p = mirror_for(options.collective, std::move(p), limits, program_text);
   });
-  runner.run("chunks", plan, [&](Plan& p) { passes::assign_chunks(p, limits.max_chunks); });
+  runner.run(
+      "chunks", plan, [&](Plan& p) { passes::assign_chunks(p, limits.max_chunks); },
+      Changes::values);
   runner.run("coalesce", plan, passes::coalesce);
   runner.run(
-      "route", plan, [&](Plan& p) { passes::route(p, topology, program_text); }, true);
+      "route", plan, [&](Plan& p) { passes::route(p, topology, program_text); }, Changes::routes);
   runner.run(
       "order", plan, [&](Plan& p) { passes::order(p, topology, options.reference_size_bytes); },
-      true);
-  runner.run("channels", plan, passes::assign_channels, true);
+      Changes::values);
+  runner.run("channels", plan, passes::assign_channels, Changes::values);
 
   Compilation result;
   const std::string name = options.name.empty() ? "optiflow" : options.name;
-  runner.require_time("emit", plan);
-  const auto start = std::chrono::steady_clock::now();
-  result.schedule = passes::emit(plan, options.collective, name, topology.name());
-  const schedule::VerifyResult verdict = schedule::verify_schedule(result.schedule, &topology);
-  const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+  const std::size_t transfers = plan.transfers.size();
+  result.schedule = runner.timed("emit", transfers, [&] {
+    return passes::emit(plan, options.collective, name, topology.name());
+  });
+  if (options.keep_plan) result.plan = std::move(plan);
+  plan = Plan{};  // verification gets the memory the plan held
+  if (options.verify) {
+    const schedule::VerifyResult verdict = runner.timed(
+        "verify", transfers, [&] { return schedule::verify_schedule(result.schedule, &topology); });
+    if (!verdict.ok())
+      throw InternalError("the schedule compiled from " + source +
+                          " fails verification: " + verdict.summary());
+  }
   result.passes = runner.take_reports();
-  result.passes.push_back(PassReport{"emit+verify", spent.count(), plan.transfers.size()});
-  if (!verdict.ok())
-    throw InternalError("the schedule compiled from " + source +
-                        " fails verification: " + verdict.summary());
-  result.plan = std::move(plan);
   return result;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -468,38 +469,57 @@ class Evaluator {
   }
 
   // --- steps ---------------------------------------------------------------------------------
-  void step(const dsl::Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
-    const auto group_list = groups(s.groups, scope, s.pos);
-    std::vector<std::int32_t> group_of(static_cast<std::size_t>(n_), -1),
-        position(static_cast<std::size_t>(n_), -1);
-    for (std::size_t g = 0; g < group_list.size(); ++g) {
-      auto members = group_list[g];
+  // One step's groups, prepared once for all the pieces it moves.
+  struct StepGroups {
+    std::vector<std::vector<std::int32_t>> members;  // in the pattern's order
+    std::vector<std::vector<std::int32_t>> sorted;   // ascending, for merging carriers
+    std::vector<std::int32_t> group_of, position;    // per rank; position in the program's order
+  };
+
+  StepGroups step_groups(const dsl::Statement& s, const Scope& scope) {
+    StepGroups g;
+    g.members = groups(s.groups, scope, s.pos);
+    g.group_of.assign(static_cast<std::size_t>(n_), -1);
+    g.position.assign(static_cast<std::size_t>(n_), -1);
+    for (std::size_t k = 0; k < g.members.size(); ++k) {
+      auto& members = g.members[k];
       for (std::size_t p = 0; p < members.size(); ++p) {
-        group_of[static_cast<std::size_t>(members[p])] = static_cast<std::int32_t>(g);
-        position[static_cast<std::size_t>(members[p])] = static_cast<std::int32_t>(p);
+        g.group_of[static_cast<std::size_t>(members[p])] = static_cast<std::int32_t>(k);
+        g.position[static_cast<std::size_t>(members[p])] = static_cast<std::int32_t>(p);
       }
+      g.sorted.push_back(members);
+      std::sort(g.sorted.back().begin(), g.sorted.back().end());
+      if (s.reverse && s.pattern != dsl::Pattern::bfs) std::reverse(members.begin(), members.end());
     }
+    return g;
+  }
+
+  void step(const dsl::Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
+    const StepGroups g = step_groups(s, scope);
+    const bool reversed = s.reverse && s.pattern != dsl::Pattern::bfs;
     ++stage_;
     plan_.statements.push_back(StatementPos{s.pos.line, s.pos.column});
     std::vector<std::int32_t> next;
     for (std::int32_t piece : active) {
-      std::vector<std::int32_t> roots(group_list.size(), -1);  // first carrier per group
+      // The root of each group is its first carrier in the program's order.
+      std::vector<std::int32_t> roots(g.members.size(), -1);
       for (std::int32_t c : pieces_[static_cast<std::size_t>(piece)].carriers) {
-        const std::int32_t g = group_of[static_cast<std::size_t>(c)];
-        if (g >= 0 && (roots[static_cast<std::size_t>(g)] < 0 ||
-                       position[static_cast<std::size_t>(c)] <
-                           position[static_cast<std::size_t>(roots[static_cast<std::size_t>(g)])]))
-          roots[static_cast<std::size_t>(g)] = c;
+        const std::int32_t k = g.group_of[static_cast<std::size_t>(c)];
+        if (k < 0) continue;
+        auto& root = roots[static_cast<std::size_t>(k)];
+        if (root < 0 ||
+            g.position[static_cast<std::size_t>(c)] < g.position[static_cast<std::size_t>(root)])
+          root = c;
       }
       std::vector<std::int32_t> current{piece};
-      for (std::size_t g = 0; g < group_list.size(); ++g) {
-        if (roots[g] < 0) continue;
-        std::vector<std::int32_t> members = group_list[g];
-        if (s.reverse && s.pattern != dsl::Pattern::bfs)
-          std::reverse(members.begin(), members.end());
+      for (std::size_t k = 0; k < g.members.size(); ++k) {
+        if (roots[k] < 0) continue;
+        const auto m = static_cast<std::int32_t>(g.members[k].size());
+        const std::int32_t at = g.position[static_cast<std::size_t>(roots[k])];
+        const Group group{g.members[k], g.sorted[k], reversed ? m - 1 - at : at};
         std::vector<std::int32_t> produced;
         for (std::int32_t p : current) {
-          const auto out = spread(s, members, roots[g], p, scope);
+          const auto out = spread(s, group, p, scope);
           produced.insert(produced.end(), out.begin(), out.end());
         }
         current = std::move(produced);
@@ -509,27 +529,33 @@ class Evaluator {
     active = std::move(next);
   }
 
-  // Moves piece `index` from `root` through one group; returns the piece(s) it becomes.
-  std::vector<std::int32_t> spread(const dsl::Statement& s,
-                                   const std::vector<std::int32_t>& members, std::int32_t root,
-                                   std::int32_t index, const Scope& scope) {
+  // One group of a step, as one piece meets it.
+  struct Group {
+    const std::vector<std::int32_t>& members;  // in the pattern's order
+    const std::vector<std::int32_t>& sorted;   // the same, ascending
+    std::int32_t root_pos;                     // the piece's root, as a position in `members`
+  };
+
+  // Moves piece `index` from the group's root through it; returns the piece(s) it becomes.
+  std::vector<std::int32_t> spread(const dsl::Statement& s, const Group& group, std::int32_t index,
+                                   const Scope& scope) {
+    const auto& members = group.members;
     const auto m = static_cast<std::int32_t>(members.size());
-    const auto root_pos = static_cast<std::int32_t>(
-        std::find(members.begin(), members.end(), root) - members.begin());
-    if (s.pattern == dsl::Pattern::scatter) return scatter(s, members, root_pos, index, scope);
+    if (s.pattern == dsl::Pattern::scatter) return scatter(s, group, index, scope);
     if (s.pattern == dsl::Pattern::dbtree) {
       const auto halves = split_piece(index, {support::Rational(1), support::Rational(1)}, s.pos);
-      move_along(s, members, pattern_tree(dsl::Pattern::binary, 2, m, root_pos), halves[0], scope);
-      move_along(s, members, mirrored_binary_tree(m, root_pos), halves[1], scope);
-      for (std::int32_t half : halves) carry_to_group(half, members);
+      move_along(s, members, pattern_tree(dsl::Pattern::binary, 2, m, group.root_pos), halves[0],
+                 scope);
+      move_along(s, members, mirrored_binary_tree(m, group.root_pos), halves[1], scope);
+      for (std::int32_t half : halves) carry_to_group(half, group.sorted);
       return halves;
     }
     if (s.pattern == dsl::Pattern::bfs) {
-      move_along_bfs(s, members, root_pos, index, scope);
+      move_along_bfs(s, members, group.root_pos, index, scope);
     } else {
-      move_along(s, members, pattern_tree(s.pattern, s.arity, m, root_pos), index, scope);
+      move_along(s, members, pattern_tree(s.pattern, s.arity, m, group.root_pos), index, scope);
     }
-    carry_to_group(index, members);
+    carry_to_group(index, group.sorted);
     return {index};
   }
 
@@ -542,9 +568,9 @@ class Evaluator {
            index, e.round, -1, scope, s.pos);
   }
 
-  std::vector<std::int32_t> scatter(const dsl::Statement& s,
-                                    const std::vector<std::int32_t>& members, std::int32_t root_pos,
-                                    std::int32_t index, const Scope& scope) {
+  std::vector<std::int32_t> scatter(const dsl::Statement& s, const Group& group, std::int32_t index,
+                                    const Scope& scope) {
+    const auto& members = group.members;
     const auto m = static_cast<std::int32_t>(members.size());
     if (m == 1) return {index};
     const auto subs = split_piece(
@@ -552,12 +578,13 @@ class Evaluator {
         std::vector<support::Rational>(static_cast<std::size_t>(m - 1), support::Rational(1)),
         s.pos);
     for (std::int32_t k = 1; k < m; ++k) {
-      const std::int32_t member = members[static_cast<std::size_t>((root_pos + k) % m)];
+      const std::int32_t member = members[static_cast<std::size_t>((group.root_pos + k) % m)];
       const std::int32_t sub = subs[static_cast<std::size_t>(k - 1)];
-      send(members[static_cast<std::size_t>(root_pos)], member, sub, 0, -1, scope, s.pos);
+      send(members[static_cast<std::size_t>(group.root_pos)], member, sub, 0, -1, scope, s.pos);
+      // Only the member that received a part carries it on, of all the group.
       auto& carriers = pieces_[static_cast<std::size_t>(sub)].carriers;
       std::erase_if(carriers, [&](std::int32_t c) {
-        return std::find(members.begin(), members.end(), c) != members.end();
+        return std::binary_search(group.sorted.begin(), group.sorted.end(), c);
       });
       carriers.insert(std::upper_bound(carriers.begin(), carriers.end(), member), member);
     }
@@ -624,7 +651,7 @@ class Evaluator {
     t.src = from;
     t.dst = to;
     t.data = piece.data;
-    if (const std::int32_t dep = holder[static_cast<std::size_t>(from)]; dep >= 0) t.deps = {dep};
+    const std::int32_t dep = holder[static_cast<std::size_t>(from)];
     t.stage = stage_;
     t.statement = static_cast<std::int32_t>(plan_.statements.size()) - 1;
     t.round = round;
@@ -632,7 +659,7 @@ class Evaluator {
     t.explicit_route = route >= 0 ? route : explicit_route_for(from, to, scope);
     t.avoid_set = scope.avoid_set;
     holder[static_cast<std::size_t>(to)] = static_cast<std::int32_t>(plan_.transfers.size());
-    plan_.transfers.push_back(std::move(t));
+    plan_.add(std::move(t), dep >= 0 ? std::span(&dep, 1) : std::span<const std::int32_t>());
   }
 
   std::int32_t explicit_route_for(std::int32_t from, std::int32_t to, const Scope& scope) const {
@@ -642,11 +669,13 @@ class Evaluator {
   }
 
   // After a step, every member holds the piece and passes it on in the next step.
-  void carry_to_group(std::int32_t index, const std::vector<std::int32_t>& members) {
+  void carry_to_group(std::int32_t index, const std::vector<std::int32_t>& sorted_members) {
     auto& carriers = pieces_[static_cast<std::size_t>(index)].carriers;
-    std::set<std::int32_t> merged(carriers.begin(), carriers.end());
-    merged.insert(members.begin(), members.end());
-    carriers.assign(merged.begin(), merged.end());
+    std::vector<std::int32_t> merged;
+    merged.reserve(carriers.size() + sorted_members.size());
+    std::set_union(carriers.begin(), carriers.end(), sorted_members.begin(), sorted_members.end(),
+                   std::back_inserter(merged));
+    carriers = std::move(merged);
   }
 
   // --- expressions ---------------------------------------------------------------------------

@@ -1,13 +1,17 @@
 #include "passes.hpp"
 
 #include <algorithm>
-#include <map>
+#include <array>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 
 #include "optiflow/dsl/parser.hpp"
 #include "optiflow/topology/routing.hpp"
+#include "radix_sort.hpp"
 
 namespace optiflow::compiler::passes {
 namespace {
@@ -18,21 +22,22 @@ std::size_t at(Index i) {
   return static_cast<std::size_t>(i);
 }
 
-bool overlaps(const Interval& a, const Interval& b) {
-  return a.begin < b.end && b.begin < a.end;
-}
-
-support::Rational at(const Interval& i, std::int64_t k, std::int64_t parts) {
+support::Rational point(const Interval& i, std::int64_t k, std::int64_t parts) {
   // begin + (end - begin) * k / parts; every value here is a small fraction of the buffer.
   return *add(i.begin, *mul(*sub(i.end, i.begin), *support::Rational::make(k, parts)));
 }
 
-// For each transfer, the transfers that list it as a dependency.
-std::vector<std::vector<Index>> dependents(const Plan& plan) {
-  std::vector<std::vector<Index>> out(plan.transfers.size());
-  for (std::size_t t = 0; t < plan.transfers.size(); ++t)
-    for (Index d : plan.transfers[t].deps)
-      out[static_cast<std::size_t>(d)].push_back(static_cast<Index>(t));
+// Everything of `plan` but its transfers and their dependencies.
+Plan empty_like(const Plan& plan) {
+  Plan out;
+  out.ranks = plan.ranks;
+  out.pipeline = plan.pipeline;
+  out.channels = plan.channels;
+  out.chunks = plan.chunks;
+  out.explicit_routes = plan.explicit_routes;
+  out.avoid_sets = plan.avoid_sets;
+  out.routes = plan.routes;
+  out.statements = plan.statements;
   return out;
 }
 
@@ -44,7 +49,7 @@ std::vector<std::vector<Index>> dependents(const Plan& plan) {
 std::vector<std::vector<Index>> roots_by_owner(const Plan& ag) {
   std::vector<std::vector<Index>> roots(at(ag.ranks));
   for (Index t = 0; t < static_cast<Index>(ag.transfers.size()); ++t)
-    if (ag.transfers[at(t)].deps.empty()) roots[at(ag.transfers[at(t)].src)].push_back(t);
+    if (ag.deps[at(t)].empty()) roots[at(ag.transfers[at(t)].src)].push_back(t);
   return roots;
 }
 
@@ -67,6 +72,34 @@ void count_overlaps(const Plan& ag, const std::vector<Index>& roots,
   }
 }
 
+// Calls found(root, other) for every pair of overlapping roots, in time proportional to the
+// pairs: sweeping the roots by where they begin, the ones that began earlier and still
+// reach past the current begin are kept in a heap by their end.
+template <typename Found>
+void for_each_overlap(const Plan& ag, std::vector<Index> roots, Found found) {
+  auto data = [&](Index r) -> const Interval& { return ag.transfers[at(r)].data; };
+  std::sort(roots.begin(), roots.end(), [&](Index a, Index b) {
+    return std::tie(data(a).begin, a) < std::tie(data(b).begin, b);
+  });
+  auto ends_later = [&](Index a, Index b) { return data(b).end < data(a).end; };
+  std::vector<Index> open;  // a heap: the earliest end on top
+  std::size_t started = 0;
+  for (std::size_t q = 0; q < roots.size(); ++q) {
+    const Interval& d = data(roots[q]);
+    for (; started < roots.size() && data(roots[started]).begin < d.begin; ++started) {
+      open.push_back(roots[started]);
+      std::push_heap(open.begin(), open.end(), ends_later);
+    }
+    while (!open.empty() && data(open.front()).end <= d.begin) {
+      std::pop_heap(open.begin(), open.end(), ends_later);
+      open.pop_back();
+    }
+    for (Index r : open) found(roots[q], r);
+    for (std::size_t k = started; k < roots.size() && data(roots[k]).begin < d.end; ++k)
+      found(roots[q], roots[k]);
+  }
+}
+
 [[noreturn]] void fail_join_limit(const Plan& ag, const std::vector<std::uint32_t>& counts,
                                   const EvalLimits& limits, const ProgramText& program) {
   // Point at the step whose roots wait the most.
@@ -82,16 +115,122 @@ void count_overlaps(const Plan& ag, const std::vector<Index>& roots,
                         "ranks, e.g. with a ring or a tree instead of direct");
 }
 
-// Rejects an All-Reduce whose roots would wait for more reductions than the limit allows,
-// counting them before any is stored.
-void require_join_limit(const Plan& ag, const EvalLimits& limits, const ProgramText& program) {
-  std::vector<std::uint32_t> counts(ag.transfers.size(), 0);
+// For each All-Gather transfer, the Reduce-Scatter transfers (indices in the mirrored plan)
+// it waits for: none for forwarded data; for a root, every reduction into its data.
+IndexLists join_dependencies(const Plan& ag, const EvalLimits& limits, const ProgramText& program) {
+  const auto n = static_cast<Index>(ag.transfers.size());
+  const auto roots = roots_by_owner(ag);
+  std::vector<std::uint32_t> counts(at(n), 0);
   std::size_t total = 0;
-  for (const auto& owned : roots_by_owner(ag)) {
+  for (const auto& owned : roots) {
     count_overlaps(ag, owned, counts);
     for (Index r : owned) total += counts[at(r)];
   }
   if (total > limits.max_join_dependencies) fail_join_limit(ag, counts, limits, program);
+  IndexLists joins = gather_lists(counts, [&](auto place) {
+    for (const auto& owned : roots)
+      for_each_overlap(ag, owned, [&](Index root, Index other) { place(at(root), n - 1 - other); });
+  });
+  return joins;
+}
+
+// --- coalesce ------------------------------------------------------------------------------
+
+// Transfers that may become one message: same ranks, step, round, slice, kind and route.
+struct MergeKey {
+  std::array<std::int32_t, 8> group;
+  std::int64_t first_chunk;
+  Index index;
+  auto operator<=>(const MergeKey&) const = default;
+};
+
+MergeKey merge_key(const Transfer& x, Index index) {
+  return MergeKey{
+      {x.src, x.dst, x.stage, x.round, x.slice, x.reduce ? 1 : 0, x.explicit_route, x.avoid_set},
+      x.first_chunk,
+      index};
+}
+
+// A hash of the merge group, so that candidates are found by sorting 16-byte pairs: most
+// transfers share their group with no other.
+std::uint64_t group_hash(const MergeKey& key) {
+  std::uint64_t h = 0x9e3779b97f4a7c15u;
+  for (std::int32_t field : key.group) {  // splitmix64's finaliser over each field
+    h ^= static_cast<std::uint32_t>(field);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+// Merges each transfer of `run` (sorted) that continues its group's previous message without
+// a gap into it; returns whether any did.
+bool merge_contiguous(Plan& plan, const std::vector<MergeKey>& run,
+                      std::vector<Index>& merged_into) {
+  bool merged = false;
+  for (std::size_t i = 1; i < run.size(); ++i) {
+    if (run[i - 1].group != run[i].group) continue;
+    const Index head_index = merged_into[at(run[i - 1].index)];
+    Transfer& head = plan.transfers[at(head_index)];
+    const Transfer& tail = plan.transfers[at(run[i].index)];
+    if (head.first_chunk + head.chunk_count != tail.first_chunk) continue;
+    head.chunk_count += tail.chunk_count;
+    head.data.end = tail.data.end;
+    head.piece = std::min(head.piece, tail.piece);
+    merged_into[at(run[i].index)] = head_index;
+    merged = true;
+  }
+  return merged;
+}
+
+// Orders `survivors` so that dependencies come first again (lowest index first among the
+// ready), mapping each dependency through `merged_into`.
+void sort_survivors(Plan& plan, const std::vector<Index>& merged_into,
+                    const std::vector<std::vector<Index>>& members) {
+  const std::size_t n = plan.transfers.size();
+  std::vector<std::vector<Index>> deps(n);
+  std::vector<std::uint32_t> user_counts(n, 0);
+  for (std::size_t s = 0; s < n; ++s) {
+    if (merged_into[s] != static_cast<Index>(s)) continue;
+    auto& d = deps[s];
+    for (Index m : members[s])
+      for (Index x : plan.deps[at(m)]) d.push_back(merged_into[at(x)]);
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    for (Index x : d) ++user_counts[at(x)];
+  }
+  const IndexLists users = gather_lists(user_counts, [&](auto place) {
+    for (std::size_t s = 0; s < n; ++s)
+      for (Index x : deps[s]) place(at(x), static_cast<Index>(s));
+  });
+  std::vector<std::size_t> remaining(n, 0);
+  std::priority_queue<Index, std::vector<Index>, std::greater<>> ready;
+  std::size_t survivors = 0;
+  for (std::size_t s = 0; s < n; ++s) {
+    if (merged_into[s] != static_cast<Index>(s)) continue;
+    ++survivors;
+    remaining[s] = deps[s].size();
+    if (remaining[s] == 0) ready.push(static_cast<Index>(s));
+  }
+  Plan sorted = empty_like(plan);
+  std::vector<Index> new_index(n, -1), mapped;
+  while (!ready.empty()) {
+    const Index t = ready.top();
+    ready.pop();
+    new_index[at(t)] = static_cast<Index>(sorted.transfers.size());
+    mapped.clear();
+    for (Index d : deps[at(t)]) mapped.push_back(new_index[at(d)]);
+    std::sort(mapped.begin(), mapped.end());
+    sorted.add(plan.transfers[at(t)], mapped);
+    for (Index u : users[at(t)])
+      if (--remaining[at(u)] == 0) ready.push(u);
+  }
+  // Merging only joins transfers of one round, which never wait on each other; if that ever
+  // failed, a cycle would leave transfers unsorted.
+  if (sorted.transfers.size() != survivors)
+    throw InternalError("coalesce: merged transfers form a cycle");
+  plan = std::move(sorted);
 }
 
 }  // namespace
@@ -105,84 +244,101 @@ void fail_at_statement(const ProgramText& program, const Plan& plan, std::int32_
                       dsl::source_line(program.text, pos.line));
 }
 
+IndexLists dependents(const Plan& plan) {
+  std::vector<std::uint32_t> counts(plan.transfers.size(), 0);
+  for (std::size_t t = 0; t < plan.transfers.size(); ++t)
+    for (Index d : plan.deps[t]) ++counts[at(d)];
+  return gather_lists(counts, [&](auto place) {
+    for (std::size_t t = 0; t < plan.transfers.size(); ++t)
+      for (Index d : plan.deps[t]) place(at(d), static_cast<Index>(t));
+  });
+}
+
 void pipeline(Plan& plan) {
   const std::int64_t k = plan.pipeline;
   if (k <= 1) return;
-  std::vector<Transfer> sliced;
-  sliced.reserve(plan.transfers.size() * static_cast<std::size_t>(k));
-  std::vector<Index> first_slice(plan.transfers.size());
+  Plan sliced = empty_like(plan);
+  sliced.transfers.reserve(plan.transfers.size() * static_cast<std::size_t>(k));
+  std::vector<Index> first_slice(plan.transfers.size()), deps;
   for (std::size_t t = 0; t < plan.transfers.size(); ++t) {
     const Transfer& whole = plan.transfers[t];
-    first_slice[t] = static_cast<Index>(sliced.size());
+    first_slice[t] = static_cast<Index>(sliced.transfers.size());
     for (std::int64_t s = 0; s < k; ++s) {
       Transfer part = whole;
-      part.data = Interval{at(whole.data, s, k), at(whole.data, s + 1, k)};
+      part.data = Interval{point(whole.data, s, k), point(whole.data, s + 1, k)};
       part.slice = static_cast<std::int32_t>(s);
-      part.deps.clear();
-      for (Index d : whole.deps)
-        for (std::int64_t ds = 0; ds < k; ++ds) {
-          const Index candidate = first_slice[static_cast<std::size_t>(d)] + static_cast<Index>(ds);
-          if (overlaps(sliced[static_cast<std::size_t>(candidate)].data, part.data))
-            part.deps.push_back(candidate);
-        }
-      sliced.push_back(std::move(part));
+      // A dependency's slices lie in data order, so the ones overlapping this slice are a run.
+      deps.clear();
+      for (Index d : plan.deps[t]) {
+        const auto slices = std::span(sliced.transfers).subspan(at(first_slice[at(d)]), at(k));
+        const auto first = std::partition_point(slices.begin(), slices.end(), [&](const auto& x) {
+          return x.data.end <= part.data.begin;
+        });
+        for (auto x = first; x != slices.end() && x->data.begin < part.data.end; ++x)
+          deps.push_back(first_slice[at(d)] + static_cast<Index>(x - slices.begin()));
+      }
+      sliced.add(std::move(part), deps);
     }
   }
-  plan.transfers = std::move(sliced);
+  plan = std::move(sliced);
 }
 
 Plan mirror_reduce_scatter(const Plan& ag) {
-  Plan rs = ag;
+  Plan rs = empty_like(ag);
   const auto n = static_cast<Index>(ag.transfers.size());
-  const auto children = dependents(ag);
+  const IndexLists children = dependents(ag);
   std::int32_t last_stage = 0, last_round = 0;
   for (const Transfer& t : ag.transfers) {
     last_stage = std::max(last_stage, t.stage);
     last_round = std::max(last_round, t.round);
   }
-  for (Index t = 0; t < n; ++t) {
-    const Transfer& forward = ag.transfers[static_cast<std::size_t>(t)];
-    Transfer& back = rs.transfers[static_cast<std::size_t>(n - 1 - t)];
-    back = forward;
+  std::vector<std::int32_t> reversed_route(ag.explicit_routes.size(), -1);
+  rs.transfers.reserve(at(n));
+  std::vector<Index> deps;
+  for (Index i = 0; i < n; ++i) {
+    const Index t = n - 1 - i;
+    Transfer back = ag.transfers[at(t)];
     std::swap(back.src, back.dst);
     back.reduce = true;
-    back.stage = last_stage - forward.stage;
-    back.round = last_round - forward.round;
-    back.deps.clear();
-    for (Index c : children[static_cast<std::size_t>(t)]) back.deps.push_back(n - 1 - c);
-    std::sort(back.deps.begin(), back.deps.end());
-    if (back.explicit_route >= 0) {  // the reversed path
-      auto path = ag.explicit_routes[static_cast<std::size_t>(back.explicit_route)];
-      std::reverse(path.begin(), path.end());
-      back.explicit_route = static_cast<std::int32_t>(rs.explicit_routes.size());
-      rs.explicit_routes.push_back(std::move(path));
+    back.stage = last_stage - back.stage;
+    back.round = last_round - back.round;
+    if (back.explicit_route >= 0) {  // the reversed path, stored once
+      auto& id = reversed_route[at(back.explicit_route)];
+      if (id < 0) {
+        auto path = ag.explicit_routes[at(back.explicit_route)];
+        std::reverse(path.begin(), path.end());
+        id = static_cast<std::int32_t>(rs.explicit_routes.size());
+        rs.explicit_routes.push_back(std::move(path));
+      }
+      back.explicit_route = id;
     }
+    // Children come in ascending order, so their mirrors descend.
+    const auto kids = children[at(t)];
+    deps.clear();
+    for (auto c = kids.rbegin(); c != kids.rend(); ++c) deps.push_back(n - 1 - *c);
+    rs.add(back, deps);
   }
   return rs;
 }
 
 Plan all_reduce(const Plan& ag, const EvalLimits& limits, const ProgramText& program) {
-  require_join_limit(ag, limits, program);
+  const IndexLists joins = join_dependencies(ag, limits, program);
   Plan plan = mirror_reduce_scatter(ag);
   const auto offset = static_cast<Index>(plan.transfers.size());
   std::int32_t stage_offset = 0;
   for (const Transfer& t : plan.transfers) stage_offset = std::max(stage_offset, t.stage + 1);
-  std::vector<std::vector<Index>> reduced_into(static_cast<std::size_t>(plan.ranks));
-  for (Index t = 0; t < offset; ++t)
-    reduced_into[static_cast<std::size_t>(plan.transfers[static_cast<std::size_t>(t)].dst)]
-        .push_back(t);
-  const auto route_offset = static_cast<std::int32_t>(plan.explicit_routes.size());
-  plan.explicit_routes.insert(plan.explicit_routes.end(), ag.explicit_routes.begin(),
-                              ag.explicit_routes.end());
-  for (Transfer t : ag.transfers) {
-    for (Index& d : t.deps) d += offset;
-    if (t.deps.empty())  // a root: its data is complete once every reduction into it is done
-      for (Index r : reduced_into[static_cast<std::size_t>(t.src)])
-        if (overlaps(plan.transfers[static_cast<std::size_t>(r)].data, t.data)) t.deps.push_back(r);
-    std::sort(t.deps.begin(), t.deps.end());
-    t.stage += stage_offset;
-    if (t.explicit_route >= 0) t.explicit_route += route_offset;
-    plan.transfers.push_back(std::move(t));
+  plan.transfers.reserve(2 * plan.transfers.size());
+  std::vector<Index> deps;
+  for (std::size_t t = 0; t < ag.transfers.size(); ++t) {
+    Transfer x = ag.transfers[t];
+    x.stage += stage_offset;  // explicit routes keep their ids: the mirror kept ag's first
+    deps.clear();
+    for (Index d : ag.deps[t]) deps.push_back(d + offset);
+    if (deps.empty()) {
+      deps.assign(joins[t].begin(), joins[t].end());
+      std::sort(deps.begin(), deps.end());
+    }
+    plan.add(x, deps);
   }
   return plan;
 }
@@ -191,6 +347,7 @@ void assign_chunks(Plan& plan, std::int64_t max_chunks) {
   std::int64_t chunks = std::max<std::int64_t>(plan.ranks, 1);
   for (const Transfer& t : plan.transfers)
     for (support::Rational r : {t.data.begin, t.data.end}) {
+      if (chunks % r.den() == 0) continue;  // the common case, without a gcd
       const auto lcm = support::checked_lcm(chunks, r.den());
       if (!lcm || *lcm > max_chunks)
         throw InternalError("the plan needs more than " + std::to_string(max_chunks) +
@@ -198,162 +355,205 @@ void assign_chunks(Plan& plan, std::int64_t max_chunks) {
       chunks = *lcm;
     }
   plan.chunks = chunks;
+  // Every denominator divides `chunks`, so these are exact.
+  auto in_chunks = [chunks](support::Rational r) { return r.num() * (chunks / r.den()); };
   for (Transfer& t : plan.transfers) {
-    t.first_chunk = mul(t.data.begin, support::Rational(chunks))->num();
-    t.chunk_count = mul(*sub(t.data.end, t.data.begin), support::Rational(chunks))->num();
+    t.first_chunk = in_chunks(t.data.begin);
+    t.chunk_count = in_chunks(t.data.end) - t.first_chunk;
   }
 }
 
 void coalesce(Plan& plan) {
-  using Key = std::tuple<Index, Index, std::int32_t, std::int32_t, std::int32_t, bool, std::int32_t,
-                         std::int32_t>;
-  std::map<Key, std::vector<Index>> groups;
-  for (Index t = 0; t < static_cast<Index>(plan.transfers.size()); ++t) {
-    const Transfer& x = plan.transfers[static_cast<std::size_t>(t)];
-    groups[{x.src, x.dst, x.stage, x.round, x.slice, x.reduce, x.explicit_route, x.avoid_set}]
-        .push_back(t);
-  }
-  std::vector<Index> merged_into(plan.transfers.size());
+  const auto n = static_cast<Index>(plan.transfers.size());
+  std::vector<KeyedIndex> hashed(at(n));
+  for (Index t = 0; t < n; ++t)
+    hashed[at(t)] = {group_hash(merge_key(plan.transfers[at(t)], t)), t};
+  radix_sort(hashed);
+  std::vector<Index> merged_into(at(n));
   std::iota(merged_into.begin(), merged_into.end(), 0);
-  for (auto& [key, members] : groups) {
-    std::sort(members.begin(), members.end(), [&](Index a, Index b) {
-      return plan.transfers[static_cast<std::size_t>(a)].first_chunk <
-             plan.transfers[static_cast<std::size_t>(b)].first_chunk;
-    });
-    for (std::size_t i = 1; i < members.size(); ++i) {
-      Transfer& head = plan.transfers[static_cast<std::size_t>(
-          merged_into[static_cast<std::size_t>(members[i - 1])])];
-      Transfer& next = plan.transfers[static_cast<std::size_t>(members[i])];
-      if (head.first_chunk + head.chunk_count != next.first_chunk) continue;
-      head.chunk_count += next.chunk_count;
-      head.data.end = next.data.end;
-      head.deps.insert(head.deps.end(), next.deps.begin(), next.deps.end());
-      head.piece = std::min(head.piece, next.piece);
-      merged_into[static_cast<std::size_t>(members[i])] =
-          merged_into[static_cast<std::size_t>(members[i - 1])];
-    }
+  bool merged = false;
+  std::vector<MergeKey> run;
+  for (std::size_t i = 0, j = 0; i < hashed.size(); i = j) {
+    for (j = i + 1; j < hashed.size() && hashed[j].key == hashed[i].key;) ++j;
+    if (j - i == 1) continue;
+    run.clear();
+    for (std::size_t k = i; k < j; ++k)
+      run.push_back(merge_key(plan.transfers[at(hashed[k].index)], hashed[k].index));
+    std::sort(run.begin(), run.end());
+    merged = merge_contiguous(plan, run, merged_into) || merged;
   }
-  // Keep the survivors, point dependencies at them, and restore "dependencies come first".
-  std::vector<Index> survivors;
-  for (Index t = 0; t < static_cast<Index>(plan.transfers.size()); ++t)
-    if (merged_into[static_cast<std::size_t>(t)] == t) survivors.push_back(t);
-  if (survivors.size() == plan.transfers.size()) return;
-  std::vector<std::vector<Index>> deps(plan.transfers.size());
-  for (Index t : survivors) {
-    auto& d = deps[static_cast<std::size_t>(t)];
-    for (Index x : plan.transfers[static_cast<std::size_t>(t)].deps)
-      d.push_back(merged_into[static_cast<std::size_t>(x)]);
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
-  }
-  std::vector<Index> remaining(plan.transfers.size(), 0), new_index(plan.transfers.size(), -1);
-  std::vector<std::vector<Index>> users(plan.transfers.size());
-  for (Index t : survivors)
-    for (Index d : deps[static_cast<std::size_t>(t)]) {
-      users[static_cast<std::size_t>(d)].push_back(t);
-      ++remaining[static_cast<std::size_t>(t)];
-    }
-  std::priority_queue<Index, std::vector<Index>, std::greater<>> ready;
-  for (Index t : survivors)
-    if (remaining[static_cast<std::size_t>(t)] == 0) ready.push(t);
-  std::vector<Transfer> sorted;
-  while (!ready.empty()) {
-    const Index t = ready.top();
-    ready.pop();
-    new_index[static_cast<std::size_t>(t)] = static_cast<Index>(sorted.size());
-    Transfer x = std::move(plan.transfers[static_cast<std::size_t>(t)]);
-    x.deps.clear();
-    for (Index d : deps[static_cast<std::size_t>(t)])
-      x.deps.push_back(new_index[static_cast<std::size_t>(d)]);
-    sorted.push_back(std::move(x));
-    for (Index u : users[static_cast<std::size_t>(t)])
-      if (--remaining[static_cast<std::size_t>(u)] == 0) ready.push(u);
-  }
-  // Merging only joins transfers of one round, which never wait on each other; if that ever
-  // failed, a cycle would leave transfers unsorted, and the merge must not be used.
-  if (sorted.size() != survivors.size())
-    throw InternalError("coalesce: merged transfers form a cycle");
-  plan.transfers = std::move(sorted);
+  if (!merged) return;
+  hashed = {};
+  std::vector<std::vector<Index>> members(at(n));
+  for (Index t = 0; t < n; ++t) members[at(merged_into[at(t)])].push_back(t);
+  sort_survivors(plan, merged_into, members);
 }
 
 void route(Plan& plan, const topology::Topology& topology, const ProgramText& program) {
   topology::Router router(topology);
+  plan.routes.clear();
+  std::vector<Index> explicit_ids(plan.explicit_routes.size(), -1);
+  std::unordered_map<std::uint64_t, Index> default_ids;
+  auto store = [&](std::vector<topology::LinkId> links) {
+    plan.routes.push_back(std::move(links));
+    return static_cast<Index>(plan.routes.size() - 1);
+  };
   for (Transfer& t : plan.transfers) {
     if (t.explicit_route >= 0) {
-      t.route =
-          router.links_along(plan.explicit_routes[static_cast<std::size_t>(t.explicit_route)]);
+      Index& id = explicit_ids[at(t.explicit_route)];
+      if (id < 0) id = store(router.links_along(plan.explicit_routes[at(t.explicit_route)]));
+      t.route = id;
       continue;
     }
-    t.route = router.path(topology.gpu_of_rank(t.src), topology.gpu_of_rank(t.dst),
-                          plan.avoid_sets[static_cast<std::size_t>(t.avoid_set)]);
-    if (t.route.empty())
-      fail_at_statement(program, plan, t.statement,
-                        "no route from rank " + std::to_string(t.src) + " to rank " +
-                            std::to_string(t.dst) + " in topology '" + topology.name() +
-                            "' (with the links the program avoids)");
+    const auto ranks = static_cast<std::uint64_t>(plan.ranks);
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(t.avoid_set) * ranks + static_cast<std::uint64_t>(t.src)) *
+            ranks +
+        static_cast<std::uint64_t>(t.dst);
+    const auto [it, inserted] = default_ids.try_emplace(key, -1);
+    if (inserted) {
+      auto links = router.path(topology.gpu_of_rank(t.src), topology.gpu_of_rank(t.dst),
+                               plan.avoid_sets[at(t.avoid_set)]);
+      if (links.empty())
+        fail_at_statement(program, plan, t.statement,
+                          "no route from rank " + std::to_string(t.src) + " to rank " +
+                              std::to_string(t.dst) + " in topology '" + topology.name() +
+                              "' (with the links the program avoids)");
+      it->second = store(std::move(links));
+    }
+    t.route = it->second;
   }
 }
 
+namespace {
+
+// What list scheduling reads and updates of a transfer, in 32 bytes: it visits transfers in
+// time order, all over the plan, so each visit should cost one cache miss, not one per array.
+struct Job {
+  double ready_at = 0;
+  std::int64_t chunks;
+  std::int32_t stage, round, route;
+  std::uint32_t waiting;
+};
+
+// A route's fixed costs: the sum of its alphas, and its slowest link.
+struct RouteCost {
+  double alpha_us = 0, bottleneck_GBps = std::numeric_limits<double>::infinity();
+};
+
+std::vector<RouteCost> route_costs(const Plan& plan, const topology::Topology& topology) {
+  std::vector<RouteCost> costs(plan.routes.size());
+  for (std::size_t r = 0; r < plan.routes.size(); ++r)
+    for (topology::LinkId l : plan.routes[r]) {
+      costs[r].alpha_us += topology.link(l).alpha_us;
+      costs[r].bottleneck_GBps = std::min(costs[r].bottleneck_GBps, topology.link(l).bw_GBps);
+    }
+  return costs;
+}
+
+}  // namespace
+
 void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
-  const auto users = dependents(plan);
+  const std::size_t n = plan.transfers.size();
+  const IndexLists users = dependents(plan);
+  const std::vector<RouteCost> costs = route_costs(plan, topology);
   const double chunk_bytes =
       static_cast<double>(reference_size_bytes) / static_cast<double>(plan.chunks);
-  std::vector<double> link_free(topology.link_count(), 0), ready_at(plan.transfers.size(), 0);
-  std::vector<std::size_t> waiting(plan.transfers.size());
+  std::vector<Job> jobs(n);
   using Entry = std::tuple<double, std::int32_t, std::int32_t, Index>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  for (std::size_t t = 0; t < plan.transfers.size(); ++t) {
-    waiting[t] = plan.transfers[t].deps.size();
-    if (waiting[t] == 0)
-      ready.push({0.0, plan.transfers[t].stage, plan.transfers[t].round, static_cast<Index>(t)});
+  for (std::size_t t = 0; t < n; ++t) {
+    const Transfer& x = plan.transfers[t];
+    jobs[t] = Job{.chunks = x.chunk_count,
+                  .stage = x.stage,
+                  .round = x.round,
+                  .route = x.route,
+                  .waiting = static_cast<std::uint32_t>(plan.deps[t].size())};
+    if (jobs[t].waiting == 0) ready.push({0.0, x.stage, x.round, static_cast<Index>(t)});
   }
+  std::vector<double> link_free(topology.link_count(), 0);
+  std::vector<std::pair<double, double>> times(n);  // start, finish
   while (!ready.empty()) {
-    const auto [ready_time, stage, round, index] = ready.top();
+    const Index index = std::get<3>(ready.top());
     ready.pop();
-    Transfer& t = plan.transfers[static_cast<std::size_t>(index)];
-    double alpha = 0, bottleneck = std::numeric_limits<double>::infinity(), start = ready_time;
-    for (topology::LinkId l : t.route) {
-      alpha += topology.link(l).alpha_us;
-      bottleneck = std::min(bottleneck, topology.link(l).bw_GBps);
-      start = std::max(start, link_free[l]);
+    // The next transfer to schedule is known: start loading it while this one is handled.
+    if (!ready.empty()) {
+      __builtin_prefetch(&jobs[at(std::get<3>(ready.top()))]);
+      users.prefetch(at(std::get<3>(ready.top())));
     }
-    const double bytes = static_cast<double>(t.chunk_count) * chunk_bytes;
-    t.start_us = start;
-    t.finish_us = start + alpha + bytes / (bottleneck * 1e3);
-    for (topology::LinkId l : t.route)
+    const Job& job = jobs[at(index)];
+    const auto waiting_for_it = users[at(index)];
+    for (Index u : waiting_for_it) __builtin_prefetch(&jobs[at(u)]);
+    const auto links = std::span(plan.routes[at(job.route)]);
+    const RouteCost& cost = costs[at(job.route)];
+    const double bytes = static_cast<double>(job.chunks) * chunk_bytes;
+    double start = job.ready_at;
+    for (topology::LinkId l : links) start = std::max(start, link_free[l]);
+    const double finish = start + cost.alpha_us + bytes / (cost.bottleneck_GBps * 1e3);
+    for (topology::LinkId l : links)
       link_free[l] = start + bytes / (topology.link(l).bw_GBps * 1e3);
-    for (Index u : users[static_cast<std::size_t>(index)]) {
-      ready_at[static_cast<std::size_t>(u)] =
-          std::max(ready_at[static_cast<std::size_t>(u)], t.finish_us);
-      if (--waiting[static_cast<std::size_t>(u)] == 0) {
-        const Transfer& x = plan.transfers[static_cast<std::size_t>(u)];
-        ready.push({ready_at[static_cast<std::size_t>(u)], x.stage, x.round, u});
-      }
+    times[at(index)] = {start, finish};
+    for (Index u : waiting_for_it) {
+      Job& user = jobs[at(u)];
+      user.ready_at = std::max(user.ready_at, finish);
+      if (--user.waiting == 0) ready.push({user.ready_at, user.stage, user.round, u});
     }
   }
+  for (std::size_t t = 0; t < n; ++t)
+    std::tie(plan.transfers[t].start_us, plan.transfers[t].finish_us) = times[t];
 }
 
 void assign_channels(Plan& plan) {
   for (Transfer& t : plan.transfers) t.channel = (t.piece + t.slice) % plan.channels;
 }
 
+namespace {
+
+// Each stored route's first and last node, or nullopt when it is not a path of links.
+std::vector<std::optional<std::pair<topology::NodeId, topology::NodeId>>> route_ends(
+    const Plan& plan, const topology::Topology& topology) {
+  std::vector<std::optional<std::pair<topology::NodeId, topology::NodeId>>> ends;
+  for (const auto& links : plan.routes) {
+    std::optional<std::pair<topology::NodeId, topology::NodeId>> end;
+    if (!links.empty())
+      end.emplace(topology.link(links.front()).src, topology.link(links.front()).src);
+    for (topology::LinkId l : links) {
+      if (!end || topology.link(l).src != end->second) {
+        end.reset();
+        break;
+      }
+      end->second = topology.link(l).dst;
+    }
+    ends.push_back(end);
+  }
+  return ends;
+}
+
+}  // namespace
+
 std::string check_plan(const Plan& plan, const topology::Topology* topology) {
+  if (plan.deps.size() != plan.transfers.size())
+    return std::to_string(plan.deps.size()) + " dependency lists for " +
+           std::to_string(plan.transfers.size()) + " transfers";
+  const auto ends =
+      topology ? route_ends(plan, *topology) : decltype(route_ends(plan, *topology)){};
   for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
     const Transfer& t = plan.transfers[i];
-    const std::string name = "transfer " + std::to_string(i) + " (rank " + std::to_string(t.src) +
-                             " -> " + std::to_string(t.dst) + ")";
+    auto problem = [&](const std::string& what) {
+      return "transfer " + std::to_string(i) + " (rank " + std::to_string(t.src) + " -> " +
+             std::to_string(t.dst) + "): " + what;
+    };
     if (t.src == t.dst || t.src < 0 || t.dst < 0 || t.src >= plan.ranks || t.dst >= plan.ranks)
-      return name + ": bad endpoints";
-    if (!(t.data.begin < t.data.end)) return name + ": empty data";
-    for (std::int32_t d : t.deps)
-      if (d < 0 || static_cast<std::size_t>(d) >= i) return name + ": depends on a later transfer";
-    if (topology == nullptr || t.route.empty()) continue;
-    topology::NodeId at = topology->gpu_of_rank(t.src);
-    for (topology::LinkId l : t.route) {
-      if (topology->link(l).src != at) return name + ": route is not a path";
-      at = topology->link(l).dst;
-    }
-    if (at != topology->gpu_of_rank(t.dst)) return name + ": route ends elsewhere";
+      return problem("bad endpoints");
+    if (!(t.data.begin < t.data.end)) return problem("empty data");
+    for (std::int32_t d : plan.deps[i])
+      if (d < 0 || at(d) >= i) return problem("depends on a later transfer");
+    if (topology == nullptr) continue;
+    if (t.route < 0 || at(t.route) >= plan.routes.size()) return problem("no route");
+    const auto& end = ends[at(t.route)];
+    if (!end) return problem("route is not a path");
+    if (end->first != topology->gpu_of_rank(t.src) || end->second != topology->gpu_of_rank(t.dst))
+      return problem("route ends elsewhere");
   }
   return {};
 }

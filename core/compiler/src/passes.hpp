@@ -1,8 +1,12 @@
 // The compiler's passes over the Plan (docs/compiler.md). Each does one thing; the driver in
-// compiler.cpp runs them in order and checks the plan between them.
+// compiler.cpp runs them in order and checks the plan between them. Each is linear in the
+// plan's transfers and dependencies, up to a logarithm, so that compile time per transfer
+// does not grow with the cluster.
 #pragma once
 
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "optiflow/compiler/limits.hpp"
 #include "optiflow/compiler/plan.hpp"
@@ -46,7 +50,8 @@ void coalesce(Plan& plan);
 
 /// Explicit routes become link lists; the rest take the cheapest path, each link costing its
 /// alpha plus the time to move 1 MiB over it (so faster link classes win), avoiding links the
-/// program avoids. Throws DslError at the step when no path exists.
+/// program avoids. Each distinct path is stored once in plan.routes. Throws DslError at the
+/// step when no path exists.
 void route(Plan& plan, const topology::Topology& topology, const ProgramText& program);
 
 /// Earliest-start list scheduling with the simulator's alpha-beta costs at
@@ -65,5 +70,20 @@ schedule::Schedule emit(const Plan& plan, support::Collective collective, const 
 
 /// Structural checks between passes; returns the first problem or "".
 std::string check_plan(const Plan& plan, const topology::Topology* topology);
+
+/// For each transfer, the transfers that list it as a dependency, ascending.
+IndexLists dependents(const Plan& plan);
+
+/// Lists of known sizes, filled in any order: `fill(place)` calls place(list, item) for each
+/// item; every list keeps its items in the order placed.
+template <typename Fill>
+IndexLists gather_lists(const std::vector<std::uint32_t>& sizes, Fill fill) {
+  std::vector<std::uint32_t> begin(sizes.size() + 1, 0);
+  std::partial_sum(sizes.begin(), sizes.end(), begin.begin() + 1);
+  std::vector<std::int32_t> items(begin.back());
+  std::vector<std::uint32_t> next(begin.begin(), begin.end() - 1);
+  fill([&](std::size_t list, std::int32_t item) { items[next[list]++] = item; });
+  return IndexLists(std::move(begin), std::move(items));
+}
 
 }  // namespace optiflow::compiler::passes

@@ -31,6 +31,12 @@ struct CompileOptions {
   /// limits.deadline.
   double time_limit_s = 0;
   std::string name;  ///< schedule name; empty = "optiflow"
+  /// Run the verifier on the emitted schedule (a failure is a compiler bug). Off only to
+  /// measure the compiler alone.
+  bool verify = true;
+  /// Return the plan emit() consumed (routes, estimated times) in Compilation::plan; otherwise
+  /// it is freed before verification, which then has the memory to itself.
+  bool keep_plan = false;
 };
 
 /// How long one pass took and what it left, for `optiflow compile --passes`.
@@ -42,7 +48,7 @@ struct PassReport {
 
 struct Compilation {
   schedule::Schedule schedule;
-  Plan plan;  ///< the plan emit() consumed, with routes and estimated times
+  Plan plan;  ///< with CompileOptions::keep_plan: the plan emit() consumed
   std::vector<PassReport> passes;
 };
 

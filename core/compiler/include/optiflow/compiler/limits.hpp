@@ -15,8 +15,9 @@ namespace optiflow::compiler {
 
 struct EvalLimits {
   /// Transfers of the compiled plan: each one the program makes counts once per pipeline
-  /// slice, and twice for an All-Reduce (`phases`). A ring on 1,024 ranks makes 2^20.
-  std::size_t max_transfers = std::size_t{1} << 21;
+  /// slice, and twice for an All-Reduce (`phases`). 2^23 admits eight rings on 1,024 ranks
+  /// (8,380,416 transfers), which compile in about 3 GB.
+  std::size_t max_transfers = std::size_t{1} << 23;
   std::size_t max_pieces = std::size_t{1} << 17;
   std::size_t max_work = std::size_t{1} << 28;      ///< expression evaluations, tree edges, holders
   std::int64_t max_chunks = std::int64_t{1} << 16;  ///< per buffer
