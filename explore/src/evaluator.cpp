@@ -31,13 +31,15 @@ std::string canonical_program(const std::string& source, std::string& diagnostic
 }
 
 Compiled compile_candidate(const std::string& canonical, const topology::Topology& topology,
-                           support::Collective collective) {
+                           support::Collective collective, const CandidateBudget& budget) {
   Compiled c;
   const auto start = std::chrono::steady_clock::now();
   try {
     compiler::CompileOptions options;
     options.collective = collective;
     options.name = "candidate";
+    options.limits = budget.limits;
+    options.time_limit_s = budget.time_limit_s;
     c.schedule = compiler::compile_program(canonical, "candidate", topology, options).schedule;
     c.schedule_json = schedule::write_schedule_json(c.schedule);
     c.schedule_hash = db::content_hash(c.schedule_json);
@@ -47,6 +49,10 @@ Compiled compile_candidate(const std::string& canonical, const topology::Topolog
   } catch (const dsl::DslError& e) {
     c.diagnostics = e.render();
   } catch (const support::InputError& e) {
+    c.diagnostics = first_line(e.what());
+  } catch (const std::bad_alloc&) {
+    c.diagnostics = "candidate: error: out of memory while compiling";
+  } catch (const std::exception& e) {  // a compiler bug must not end the exploration
     c.diagnostics = first_line(e.what());
   }
   c.compile_ms =

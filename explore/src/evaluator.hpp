@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "optiflow/compiler/limits.hpp"
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/topology/bounds.hpp"
@@ -34,8 +35,24 @@ struct Simulated {
 /// with `diagnostics` set when it does not parse.
 std::string canonical_program(const std::string& source, std::string& diagnostics);
 
+/// What one candidate's compile may spend. Proposals come from a model and may be hostile, and
+/// candidates compile side by side on every core, so each gets a bounded share: about 1.5 GB
+/// (the compiler needs some 360 bytes per transfer at most) and a minute.
+struct CandidateBudget {
+  compiler::EvalLimits limits = candidate_limits();
+  double time_limit_s = 60;
+
+  static compiler::EvalLimits candidate_limits() {
+    compiler::EvalLimits limits;
+    limits.max_transfers = std::size_t{1} << 22;
+    return limits;
+  }
+};
+
+/// Compiles (and verifies) one candidate within `budget`. Never throws for what the candidate
+/// does: a rejection, an exceeded budget or even a compiler bug is recorded in `diagnostics`.
 Compiled compile_candidate(const std::string& canonical, const topology::Topology& topology,
-                           support::Collective collective);
+                           support::Collective collective, const CandidateBudget& budget = {});
 
 Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,
                              const std::vector<std::uint64_t>& sizes);
