@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "optiflow/compiler/compiler.hpp"
-#include "optiflow/db/store.hpp"
 #include "optiflow/dsl/parser.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/sim/simulator.hpp"
@@ -21,18 +20,28 @@ std::string first_line(const std::string& text) {
 
 }  // namespace
 
-std::string canonical_program(const std::string& source, std::string& diagnostics) {
+Parsed parse_candidate(const std::string& source) {
+  Parsed parsed;
   try {
-    return dsl::print_program(dsl::parse_program(source, "candidate"));
+    parsed.program = dsl::parse_program(source, "candidate");
+    parsed.canonical = dsl::print_program(*parsed.program);
+    if (parsed.canonical != source)
+      parsed.program = dsl::parse_program(parsed.canonical, "candidate");
   } catch (const dsl::DslError& e) {
-    diagnostics = e.render();
-    return {};
+    parsed.program.reset();
+    parsed.canonical.clear();
+    parsed.diagnostics = e.render();
   }
+  return parsed;
 }
 
-Compiled compile_candidate(const std::string& canonical, const topology::Topology& topology,
+Compiled compile_candidate(const Parsed& parsed, const topology::Topology& topology,
                            support::Collective collective, const CandidateBudget& budget) {
   Compiled c;
+  if (!parsed.program) {
+    c.diagnostics = parsed.diagnostics;
+    return c;
+  }
   const auto start = std::chrono::steady_clock::now();
   try {
     compiler::CompileOptions options;
@@ -40,9 +49,10 @@ Compiled compile_candidate(const std::string& canonical, const topology::Topolog
     options.name = "candidate";
     options.limits = budget.limits;
     options.time_limit_s = budget.time_limit_s;
-    c.schedule = compiler::compile_program(canonical, "candidate", topology, options).schedule;
-    c.schedule_json = schedule::write_schedule_json(c.schedule);
-    c.schedule_hash = db::content_hash(c.schedule_json);
+    c.schedule =
+        compiler::compile(*parsed.program, topology, options, "candidate", parsed.canonical)
+            .schedule;
+    c.schedule_hash = schedule::schedule_hash(c.schedule);
     c.chunks = c.schedule.chunks;
     c.steps = static_cast<std::int64_t>(c.schedule.step_count());
     c.ok = true;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "optiflow/compiler/limits.hpp"
+#include "optiflow/dsl/ast.hpp"
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/topology/bounds.hpp"
@@ -19,10 +21,10 @@ struct Compiled {
   std::string diagnostics;  ///< when !ok: the first error, as the compiler printed it
   double compile_ms = 0;
   schedule::Schedule schedule;  ///< dropped (see light()) once no longer needed
-  std::string schedule_json, schedule_hash;
+  std::string schedule_hash;    ///< schedule::schedule_hash, computed without the JSON text
   std::int64_t chunks = 0, steps = 0;
 
-  /// A copy without the schedule and its JSON: what remembering a result needs.
+  /// A copy without the schedule: what remembering a result needs.
   Compiled light() const;
 };
 
@@ -31,9 +33,17 @@ struct Simulated {
   std::vector<propose::LinkNote> busiest_links, idle_links;  ///< at the largest size
 };
 
-/// The program's canonical text (printed from its syntax tree), or nullopt-like empty string
-/// with `diagnostics` set when it does not parse.
-std::string canonical_program(const std::string& source, std::string& diagnostics);
+/// A proposal, parsed once for the whole cascade.
+struct Parsed {
+  std::string canonical;  ///< printed from the syntax tree: identifies and stores the program
+  std::optional<dsl::Program> program;  ///< nullopt when it does not parse
+  std::string diagnostics;              ///< the parser's message when it does not
+};
+
+/// Parses `source`. The tree's positions point into `canonical`, where the diagnostics of the
+/// stored program must point: a proposal already in canonical form (the offline proposer
+/// prints its trees) is parsed once; any other is parsed again from its canonical text.
+Parsed parse_candidate(const std::string& source);
 
 /// What one candidate's compile may spend. Proposals come from a model and may be hostile, and
 /// candidates compile side by side on every core, so each gets a bounded share: about 1.5 GB
@@ -51,7 +61,7 @@ struct CandidateBudget {
 
 /// Compiles (and verifies) one candidate within `budget`. Never throws for what the candidate
 /// does: a rejection, an exceeded budget or even a compiler bug is recorded in `diagnostics`.
-Compiled compile_candidate(const std::string& canonical, const topology::Topology& topology,
+Compiled compile_candidate(const Parsed& parsed, const topology::Topology& topology,
                            support::Collective collective, const CandidateBudget& budget = {});
 
 Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,

@@ -69,7 +69,8 @@ std::string baseline_program(const topology::Topology& topo) {
 struct Candidate {
   std::int64_t seq = 0, iteration = 0;
   int island = -1;  // -1: a template, offered to every island
-  std::string source, origin, canonical, diagnostics;
+  std::string source, origin;
+  Parsed parsed;  // dropped after the batch is evaluated
   std::vector<std::int64_t> parent_ids;
   Compiled compiled;
   Simulated simulated;
@@ -190,39 +191,40 @@ class Exploration {
     std::vector<std::size_t> fresh;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Candidate& c = batch[i];
-      c.canonical = canonical_program(c.source, c.diagnostics);
-      if (c.canonical.empty()) continue;
-      if (auto it = seen_.find(c.canonical); it != seen_.end()) {
+      c.parsed = parse_candidate(c.source);
+      if (c.parsed.canonical.empty()) continue;
+      if (auto it = seen_.find(c.parsed.canonical); it != seen_.end()) {
         c.compiled = it->second.first;
         c.simulated = it->second.second;
         c.reused = true;
         continue;
       }
       fresh.push_back(i);
-      seen_[c.canonical];  // later repeats in this batch wait for this one
+      seen_[c.parsed.canonical];  // later repeats in this batch wait for this one
     }
     support::parallel_for(fresh.size(), options_.threads, [&](std::size_t k) {
       Candidate& c = batch[fresh[k]];
-      c.compiled = compile_candidate(c.canonical, *topology_, options_.collective);
+      c.compiled = compile_candidate(c.parsed, *topology_, options_.collective);
+      c.parsed.program.reset();
       if (c.compiled.ok)
         c.simulated = simulate_candidate(c.compiled.schedule, *topology_, options_.sizes);
     });
     for (std::size_t i : fresh)
-      seen_[batch[i].canonical] = {batch[i].compiled.light(), batch[i].simulated};
+      seen_[batch[i].parsed.canonical] = {batch[i].compiled.light(), batch[i].simulated};
     for (Candidate& c : batch)
       if (c.reused) {
-        c.compiled = seen_[c.canonical].first;
-        c.simulated = seen_[c.canonical].second;
+        c.compiled = seen_[c.parsed.canonical].first;
+        c.simulated = seen_[c.parsed.canonical].second;
       }
   }
 
   void commit(Candidate& c) {
-    const bool ok = !c.canonical.empty() && c.compiled.ok;
+    const bool ok = !c.parsed.canonical.empty() && c.compiled.ok;
     const bool improves = ok && improves_some_size(c);
     std::int64_t program_id = 0;
     if (static_cast<std::size_t>(c.seq) < committed_.size()) {
       const auto& stored = committed_[static_cast<std::size_t>(c.seq)];
-      if (stored.program_source != (c.canonical.empty() ? c.source : c.canonical))
+      if (stored.program_source != (c.parsed.canonical.empty() ? c.source : c.parsed.canonical))
         throw support::InputError(support::SourceLocation{options_.db_path, 0, 0, "--resume"},
                                   "run " + std::to_string(run_id_) +
                                       " cannot be resumed: candidate " + std::to_string(c.seq) +
@@ -234,12 +236,12 @@ class Exploration {
       r.seq = c.seq;
       r.iteration = c.iteration;
       r.island = c.island;
-      r.program_source = c.canonical.empty() ? c.source : c.canonical;
+      r.program_source = c.parsed.canonical.empty() ? c.source : c.parsed.canonical;
       r.origin = c.origin;
       r.parent_program_ids = c.parent_ids;
       r.collective = std::string(support::to_string(options_.collective));
       r.compiled = ok;
-      r.diagnostics = c.canonical.empty() ? c.diagnostics : c.compiled.diagnostics;
+      r.diagnostics = c.parsed.canonical.empty() ? c.parsed.diagnostics : c.compiled.diagnostics;
       r.compile_ms = c.compiled.compile_ms;
       if (ok) {
         r.schedule_hash = c.compiled.schedule_hash;
@@ -256,8 +258,9 @@ class Exploration {
     Entry entry;
     entry.seq = c.seq;
     entry.program_id = program_id;
-    entry.parent.source = c.canonical.empty() ? c.source : c.canonical;
-    entry.parent.diagnostics = c.canonical.empty() ? c.diagnostics : c.compiled.diagnostics;
+    entry.parent.source = c.parsed.canonical.empty() ? c.source : c.parsed.canonical;
+    entry.parent.diagnostics =
+        c.parsed.canonical.empty() ? c.parsed.diagnostics : c.compiled.diagnostics;
     if (ok) {
       entry.time_us = c.simulated.time_us;
       for (std::size_t s = 0; s < options_.sizes.size(); ++s)
@@ -310,7 +313,8 @@ class Exploration {
     result.candidates = seq;
     result.compiled = compiled_;
     result.baseline = baseline_program(*topology_);
-    const Compiled baseline = compile_candidate(result.baseline, *topology_, options_.collective);
+    const Compiled baseline =
+        compile_candidate(parse_candidate(result.baseline), *topology_, options_.collective);
     Simulated baseline_times;
     if (baseline.ok)
       baseline_times = simulate_candidate(baseline.schedule, *topology_, options_.sizes);

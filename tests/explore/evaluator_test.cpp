@@ -14,10 +14,9 @@ namespace {
 
 Compiled compile(const std::string& program, const topology::Topology& topo,
                  const CandidateBudget& budget = {}) {
-  std::string diagnostics;
-  const std::string canonical = canonical_program(program, diagnostics);
-  EXPECT_TRUE(diagnostics.empty()) << diagnostics;
-  return compile_candidate(canonical, topo, support::Collective::all_gather, budget);
+  const Parsed parsed = parse_candidate(program);
+  EXPECT_TRUE(parsed.diagnostics.empty()) << parsed.diagnostics;
+  return compile_candidate(parsed, topo, support::Collective::all_gather, budget);
 }
 
 TEST(ExploreEvaluator, CompilesAndVerifiesACandidate) {

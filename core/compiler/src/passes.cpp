@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "optiflow/dsl/parser.hpp"
+#include "optiflow/topology/link_cost.hpp"
 #include "optiflow/topology/routing.hpp"
 #include "radix_sort.hpp"
 
@@ -436,18 +437,10 @@ struct Job {
   std::uint32_t waiting;
 };
 
-// A route's fixed costs: the sum of its alphas, and its slowest link.
-struct RouteCost {
-  double alpha_us = 0, bottleneck_GBps = std::numeric_limits<double>::infinity();
-};
-
-std::vector<RouteCost> route_costs(const Plan& plan, const topology::Topology& topology) {
-  std::vector<RouteCost> costs(plan.routes.size());
-  for (std::size_t r = 0; r < plan.routes.size(); ++r)
-    for (topology::LinkId l : plan.routes[r]) {
-      costs[r].alpha_us += topology.link(l).alpha_us;
-      costs[r].bottleneck_GBps = std::min(costs[r].bottleneck_GBps, topology.link(l).bw_GBps);
-    }
+std::vector<topology::RouteCost> route_costs(const Plan& plan, const topology::Topology& topology) {
+  std::vector<topology::RouteCost> costs;
+  costs.reserve(plan.routes.size());
+  for (const auto& route : plan.routes) costs.push_back(topology::route_cost(topology, route));
   return costs;
 }
 
@@ -456,7 +449,7 @@ std::vector<RouteCost> route_costs(const Plan& plan, const topology::Topology& t
 void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
   const std::size_t n = plan.transfers.size();
   const IndexLists users = dependents(plan);
-  const std::vector<RouteCost> costs = route_costs(plan, topology);
+  const std::vector<topology::RouteCost> costs = route_costs(plan, topology);
   const double chunk_bytes =
       static_cast<double>(reference_size_bytes) / static_cast<double>(plan.chunks);
   std::vector<Job> jobs(n);
@@ -471,7 +464,7 @@ void order(Plan& plan, const topology::Topology& topology, std::uint64_t referen
                   .waiting = static_cast<std::uint32_t>(plan.deps[t].size())};
     if (jobs[t].waiting == 0) ready.push({0.0, x.stage, x.round, static_cast<Index>(t)});
   }
-  std::vector<double> link_free(topology.link_count(), 0);
+  topology::FifoLinks links(topology);              // the simulator's alpha-beta model
   std::vector<std::pair<double, double>> times(n);  // start, finish
   while (!ready.empty()) {
     const Index index = std::get<3>(ready.top());
@@ -484,15 +477,11 @@ void order(Plan& plan, const topology::Topology& topology, std::uint64_t referen
     const Job& job = jobs[at(index)];
     const auto waiting_for_it = users[at(index)];
     for (Index u : waiting_for_it) __builtin_prefetch(&jobs[at(u)]);
-    const auto links = std::span(plan.routes[at(job.route)]);
-    const RouteCost& cost = costs[at(job.route)];
     const double bytes = static_cast<double>(job.chunks) * chunk_bytes;
-    double start = job.ready_at;
-    for (topology::LinkId l : links) start = std::max(start, link_free[l]);
-    const double finish = start + cost.alpha_us + bytes / (cost.bottleneck_GBps * 1e3);
-    for (topology::LinkId l : links)
-      link_free[l] = start + bytes / (topology.link(l).bw_GBps * 1e3);
-    times[at(index)] = {start, finish};
+    const auto booking =
+        links.book(plan.routes[at(job.route)], costs[at(job.route)], bytes, job.ready_at);
+    const double finish = booking.arrival_us;
+    times[at(index)] = {booking.start_us, finish};
     for (Index u : waiting_for_it) {
       Job& user = jobs[at(u)];
       user.ready_at = std::max(user.ready_at, finish);
