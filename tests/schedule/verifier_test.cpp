@@ -354,6 +354,22 @@ TEST(Verifier, RejectsBrokenRoutes) {
                         "the schedule has 4 ranks but topology 'ring8' has 8 GPUs"));
 }
 
+TEST(Verifier, RejectsSchedulesBeyondItsLimitsBeforeAllocating) {
+  // One rank, 2^27 chunks: each `re` over all of them reads two and writes one per chunk.
+  Schedule schedule = header(support::Collective::all_gather, 1, true);
+  schedule.chunks = 1 << 27;
+  ThreadBlock tb = block(-1, -1);
+  Step reduce = step(StepKind::reduce, kOut, 0, kOut, 0);
+  reduce.count = 1 << 27;
+  tb.steps = {reduce};
+  schedule.programs.push_back(buffers(0, 1 << 27, {tb}));
+  const VerifyResult result = verify_schedule(schedule);
+  EXPECT_EQ(result.steps_executed, 0u);
+  EXPECT_TRUE(has_error(result,
+                        "the schedule reads and writes 402653184 chunks in all, more than the "
+                        "verifier's limit of 134217728"));
+}
+
 TEST(Verifier, KeepsFirstErrorsAndCountsTheRest) {
   Schedule schedule = ring_all_gather(8);
   for (RankProgram& program : schedule.programs) program.tbs[1].steps.clear();

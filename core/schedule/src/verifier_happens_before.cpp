@@ -160,9 +160,10 @@ bool HappensBefore::search(StepId x, StepId y) {
   for (StepId dep : flat_.deps(y)) mark_reach(flat_.block_id(dep), dep);
   stack_.assign(1, x);
   visited_[x] = generation_;
-  while (!stack_.empty()) {
+  while (!stack_.empty() && !exhausted()) {
     const StepId at = stack_.back();
     stack_.pop_back();
+    ++searched_;
     if (at != x && reaches_directly(at, y)) return true;
     for_each_successor(flat_, at, [&](StepId next) {
       if (visited_[next] == generation_ || !inside(places_[next], places_[x], places_[y])) return;

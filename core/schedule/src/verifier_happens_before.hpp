@@ -43,7 +43,14 @@ class HappensBefore {
  public:
   HappensBefore(const FlatSchedule& flat, std::span<const StepId> order);
 
+  /// Steps the searches may visit in all: a hostile schedule could otherwise make them
+  /// quadratic. Real ones stay far below (a 1,024-rank ring All-Gather needs none).
+  static constexpr std::uint64_t kMaxSearchSteps = std::uint64_t{1} << 30;
+
   bool precedes(StepId x, StepId y);
+  /// Whether the searches have spent kMaxSearchSteps: precedes() has since answered false
+  /// without knowing.
+  bool exhausted() const { return searched_ > kMaxSearchSteps; }
 
  private:
   // Where a step lies in two topological orders. Any chain from x to y goes forward in both,
@@ -80,6 +87,7 @@ class HappensBefore {
   std::vector<Reach> reach_;            // per block
   std::uint32_t generation_ = 0;
   std::vector<StepId> stack_;
+  std::uint64_t searched_ = 0;  // steps the searches visited
 };
 
 }  // namespace optiflow::schedule::verifier_detail

@@ -28,7 +28,7 @@ constexpr ValueId kBadValue = 1;  // the result of an operation already reported
 // (Steps stay below 2^31 so that the race analysis can pack a step and a flag in 32 bits.)
 constexpr std::size_t kMaxSlots = std::size_t{1} << 27;
 constexpr std::size_t kMaxSteps = std::size_t{1} << 30;
-constexpr std::size_t kMaxAccesses = std::size_t{1} << 28;  // chunk reads and writes in all
+constexpr std::size_t kMaxAccesses = std::size_t{1} << 27;  // chunk reads and writes in all
 // How much of a deadlock and of a rank set to spell out.
 constexpr std::size_t kDeadlockExamples = 4;
 constexpr std::size_t kCycleStepsShown = 6;

@@ -48,6 +48,8 @@ void for_each_access(const FlatSchedule& flat, const BufferLayout& layout, StepI
   }
 }
 
+static_assert(kMaxAccesses < (std::uint64_t{1} << 32));
+
 // Every slot's accesses, in the order's order (buckets filled by a counting sort).
 class SlotAccesses {
  public:
@@ -57,7 +59,7 @@ class SlotAccesses {
       for_each_access(flat, layout, id, [&](std::size_t slot, bool) { ++begin_[slot + 1]; });
     for (std::size_t slot = 0; slot < layout.slot_count; ++slot) begin_[slot + 1] += begin_[slot];
     accesses_.resize(begin_.back(), Access(0, false));
-    std::vector<std::size_t> next(begin_.begin(), begin_.end() - 1);
+    std::vector<std::uint32_t> next(begin_.begin(), begin_.end() - 1);
     for (StepId id : order)
       for_each_access(flat, layout, id, [&](std::size_t slot, bool writes) {
         accesses_[next[slot]++] = {id, writes};
@@ -71,7 +73,7 @@ class SlotAccesses {
   }
 
  private:
-  std::vector<std::size_t> begin_;
+  std::vector<std::uint32_t> begin_;  // per slot, into accesses_ (fewer than kMaxAccesses)
   std::vector<Access> accesses_;
 };
 
@@ -86,7 +88,13 @@ class RaceFinder {
         accesses_(flat, layout, order) {}
 
   void run() {
-    for (std::size_t slot = 0; slot < accesses_.slot_count(); ++slot) check_slot(slot);
+    for (std::size_t slot = 0; slot < accesses_.slot_count(); ++slot) {
+      check_slot(slot);
+      if (happens_before_.exhausted()) {
+        report_exhausted();
+        return;
+      }
+    }
   }
 
  private:
@@ -110,11 +118,20 @@ class RaceFinder {
   }
 
   void require_order(std::size_t slot, Access first, Access second) {
-    if (happens_before_.precedes(first.step(), second.step())) return;
+    if (happens_before_.precedes(first.step(), second.step()) || happens_before_.exhausted())
+      return;
     // A step pair that races on several chunks is one error.
     if (first.step() == last_race_.first && second.step() == last_race_.second) return;
     last_race_ = {first.step(), second.step()};
     diag_.report([&] { return race_text(slot, first, second); });
+  }
+
+  void report_exhausted() {
+    diag_.report([] {
+      return "the race analysis gave up: ordering the accesses took more than " +
+             std::to_string(HappensBefore::kMaxSearchSteps) +
+             " steps of search, the verifier's limit, so no execution order is proved";
+    });
   }
 
   // "race on rank 1's output chunk 1: rank 1 tb 0 step 3 (s) reads it and rank 1 tb 1 step 1
