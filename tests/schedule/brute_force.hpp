@@ -59,7 +59,7 @@ class BruteForce {
     start.pcs.assign(blocks_.size(), 0);
     start.memory = initial_memory();
     start.queues.resize(queue_count_);
-    explore(start);
+    explore(start);  // it runs every interleaving on this one machine, undoing each step
     verdict_.states = seen_.size();
     return verdict_;
   }
@@ -76,6 +76,14 @@ class BruteForce {
     std::vector<int> pcs;  // per block: steps completed; the state
     std::vector<Value> memory;
     std::vector<std::deque<std::vector<Value>>> queues;  // per connection: messages in flight
+  };
+  // What a step changed, so that the next interleaving can start from the state before it.
+  struct Undo {
+    int block = 0;
+    std::vector<std::pair<int, Value>> overwritten;  // slot, old value
+    bool received = false;
+    std::vector<Value> message;  // the message it took, when received
+    bool sent = false;
   };
   struct Memory {
     int input = 0, output = 0, scratch = 0;  // first slots
@@ -227,8 +235,9 @@ class BruteForce {
     return slot >= first && slot < first + output_size_;
   }
 
-  void write(Machine& m, int rank, int slot, Value value) {
+  void write(Machine& m, int rank, int slot, Value value, Undo& undo) {
     Value& old = m.memory[static_cast<std::size_t>(slot)];
+    undo.overwritten.emplace_back(slot, old);
     // In All-Gather an output chunk has one right value: replacing it is an error.
     if (schedule_.collective == support::Collective::all_gather && in_output(rank, slot) &&
         old.valid() && value.valid() && !(old == value))
@@ -236,8 +245,9 @@ class BruteForce {
     old = value;
   }
 
-  void execute(Machine& m, int block) {
+  void execute(Machine& m, int block, Undo& undo) {
     const Block& b = blocks_[static_cast<std::size_t>(block)];
+    undo.block = block;
     const int pc = m.pcs[static_cast<std::size_t>(block)]++;
     const Step& step = step_at(block, pc);
     const StepKind k = step.kind;
@@ -249,6 +259,8 @@ class BruteForce {
         received = queue.front();
       else
         verdict_.erroneous = true;
+      undo.received = true;
+      undo.message = std::move(queue.front());
       queue.pop_front();
     }
     std::vector<Value> stored, sent;
@@ -288,9 +300,20 @@ class BruteForce {
       }
     }
     for (std::size_t i = 0; i < stored.size(); ++i)
-      write(m, b.rank, address(b.rank, step.dst_buf, step.dst_off + static_cast<int>(i)),
-            stored[i]);
-    if (step_sends(k)) m.queues[static_cast<std::size_t>(b.send_queue)].push_back(sent);
+      write(m, b.rank, address(b.rank, step.dst_buf, step.dst_off + static_cast<int>(i)), stored[i],
+            undo);
+    undo.sent = step_sends(k);
+    if (undo.sent) m.queues[static_cast<std::size_t>(b.send_queue)].push_back(std::move(sent));
+  }
+
+  void revert(Machine& m, Undo& undo) {
+    const Block& b = blocks_[static_cast<std::size_t>(undo.block)];
+    if (undo.sent) m.queues[static_cast<std::size_t>(b.send_queue)].pop_back();
+    for (auto it = undo.overwritten.rbegin(); it != undo.overwritten.rend(); ++it)
+      m.memory[static_cast<std::size_t>(it->first)] = it->second;
+    if (undo.received)
+      m.queues[static_cast<std::size_t>(b.recv_queue)].push_front(std::move(undo.message));
+    --m.pcs[static_cast<std::size_t>(undo.block)];
   }
 
   void check_final(const Machine& m) {
@@ -322,7 +345,7 @@ class BruteForce {
     return hash;
   }
 
-  void explore(const Machine& m) {
+  void explore(Machine& m) {
     const auto [seen, fresh] = seen_.try_emplace(m.pcs, fingerprint(m));
     if (!fresh) {
       if (seen->second != fingerprint(m)) verdict_.values_depend_on_order = true;
@@ -352,9 +375,10 @@ class BruteForce {
       return;
     }
     for (int b : runnable) {
-      Machine next = m;
-      execute(next, b);
-      explore(next);
+      Undo undo;
+      execute(m, b, undo);
+      explore(m);
+      revert(m, undo);
     }
   }
 
