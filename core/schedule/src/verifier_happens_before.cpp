@@ -28,12 +28,13 @@ std::uint32_t predecessor_count(const FlatSchedule& flat, StepId id) {
 
 // ---- Clocks inside a rank -----------------------------------------------------------------
 
-RankClocks::RankClocks(const FlatSchedule& flat, std::span<const StepId> order) : flat_(flat) {
+void RankClocks::build(std::span<const StepId> order) {
   allocate();
   for (StepId id : order) tick(id);
 }
 
 bool RankClocks::reaches(StepId x, StepId y) const {
+  if (base_.empty() || flat_.rank_of(x) != flat_.rank_of(y)) return false;
   const std::size_t clock = clock_of(y);
   if (clock == kNoClock) return false;
   return entries_[clock + local_block(x)] > static_cast<std::uint32_t>(flat_.index_in_block(x));
@@ -95,15 +96,15 @@ std::size_t RankClocks::block_count(std::int32_t rank) const {
 
 // ---- Queries ------------------------------------------------------------------------------
 
-HappensBefore::HappensBefore(const FlatSchedule& flat, std::span<const StepId> order)
-    : flat_(flat),
-      clocks_(flat, order),
-      places_(flat.step_count()),
-      visited_(flat.step_count(), 0),
-      reach_(flat.blocks().size()) {
-  for (std::size_t i = 0; i < order.size(); ++i)
-    places_[order[i]].first = static_cast<std::uint32_t>(i);
+void HappensBefore::build_index() {
+  indexed_ = true;
+  clocks_.build(order_);
+  places_.resize(flat_.step_count());
+  for (std::size_t i = 0; i < order_.size(); ++i)
+    places_[order_[i]].first = static_cast<std::uint32_t>(i);
   place_depth_first();
+  visited_.assign(flat_.step_count(), 0);
+  reach_.resize(flat_.blocks().size());
 }
 
 // Kahn's algorithm with a stack: it follows one chain as far as it goes before taking up
@@ -128,19 +129,23 @@ void HappensBefore::place_depth_first() {
 }
 
 bool HappensBefore::precedes(StepId x, StepId y) {
-  if (x == y) return true;
+  if (x == y || directly_precedes(x, y)) return true;
+  if (!indexed_) build_index();
   if (!before_in_both(places_[x], places_[y])) return false;
-  return locally_precedes(x, y) || precedes_by_round_trip(x, y) || search(x, y);
+  return clocks_.reaches(x, y) || precedes_by_round_trip(x, y) || search(x, y);
 }
 
-// The same block; a dependency of y on x or a later step of x's block; the rank's clocks.
-bool HappensBefore::locally_precedes(StepId x, StepId y) const {
+// The same block, or a dependency of y on x or on a later step of x's block.
+bool HappensBefore::directly_precedes(StepId x, StepId y) const {
   if (flat_.block_id(x) == flat_.block_id(y)) return x <= y;
-  if (flat_.rank_of(x) != flat_.rank_of(y)) return false;
   const BlockId block = flat_.block_id(x);
   for (StepId dep : flat_.deps(y))
     if (flat_.block_id(dep) == block && dep >= x) return true;
-  return clocks_.reaches(x, y);
+  return false;
+}
+
+bool HappensBefore::locally_precedes(StepId x, StepId y) const {
+  return directly_precedes(x, y) || clocks_.reaches(x, y);
 }
 
 // x's message, received on another rank, precedes there the send whose message y receives:
@@ -190,7 +195,7 @@ void HappensBefore::mark_reach(BlockId block, StepId last) {
 bool HappensBefore::reaches_directly(StepId at, StepId y) const {
   const Reach& reach = reach_[flat_.block_id(at)];
   if (reach.generation == generation_ && at <= reach.last) return true;
-  return flat_.rank_of(at) == flat_.rank_of(y) && clocks_.reaches(at, y);
+  return clocks_.reaches(at, y);
 }
 
 }  // namespace optiflow::schedule::verifier_detail

@@ -18,9 +18,12 @@ namespace optiflow::schedule::verifier_detail {
 // grow with the rank's blocks times its steps, so only ranks where that is cheap get them.
 class RankClocks {
  public:
-  RankClocks(const FlatSchedule& flat, std::span<const StepId> order);
+  explicit RankClocks(const FlatSchedule& flat) : flat_(flat) {}
+  /// Computes them, walking the steps in `order` (topological).
+  void build(std::span<const StepId> order);
 
-  /// Whether x reaches y inside their rank; false when that rank has no clocks.
+  /// Whether x reaches y inside their rank; false when they are on different ranks or theirs
+  /// has no clocks (or they are not built).
   bool reaches(StepId x, StepId y) const;
 
  private:
@@ -37,11 +40,14 @@ class RankClocks {
   std::vector<std::uint32_t> entries_;
 };
 
-/// Answers "does x happen before y?" exactly. Built from one topological order of the graph (the
-/// steps that run, in an order they can run in); steps outside it never run and precede nothing.
+/// Answers "does x happen before y?" exactly, for x placed before y in one topological order of
+/// the graph (the steps that run, in an order they can run in; `order` must outlive this).
+/// Steps outside it never run and precede nothing. The index behind the slower answers (clocks,
+/// a second order) is built on the first query that needs it: many schedules need none.
 class HappensBefore {
  public:
-  HappensBefore(const FlatSchedule& flat, std::span<const StepId> order);
+  HappensBefore(const FlatSchedule& flat, std::span<const StepId> order)
+      : flat_(flat), order_(order), clocks_(flat) {}
 
   /// Steps the searches may visit in all: a hostile schedule could otherwise make them
   /// quadratic. Real ones stay far below (a 1,024-rank ring All-Gather needs none).
@@ -72,7 +78,9 @@ class HappensBefore {
     StepId last = 0;
   };
 
+  void build_index();
   void place_depth_first();
+  bool directly_precedes(StepId x, StepId y) const;
   bool locally_precedes(StepId x, StepId y) const;
   bool precedes_by_round_trip(StepId x, StepId y) const;
   bool search(StepId x, StepId y);
@@ -81,6 +89,8 @@ class HappensBefore {
   bool reaches_directly(StepId at, StepId y) const;
 
   const FlatSchedule& flat_;
+  std::span<const StepId> order_;
+  bool indexed_ = false;
   RankClocks clocks_;
   std::vector<Place> places_;
   std::vector<std::uint32_t> visited_;  // the search's marks, by generation
