@@ -231,9 +231,9 @@ ValueId Executor::add(ValueId local, ValueId other, BufferKind buffer, std::int6
 
 // In All-Gather every output chunk has one right value and data never changes, so replacing a
 // value there with a different one is an error even if a later write repairs it: the chunk
-// was wrong for a while, and which write lands last may depend on timing (a race that a single
-// symbolic run would not show). Reductions legitimately replace partial sums, and scratch
-// buffers are reused freely, so neither is checked.
+// was wrong for a while, which a reader ordered in between would see. (Unordered writes are
+// races, reported apart.) Reductions legitimately replace partial sums, and scratch buffers are
+// reused freely, so neither is checked.
 void Executor::write(BufferKind buffer, std::int64_t chunk, ValueId value) {
   const std::size_t slot = slot_of(buffer, chunk);
   const ValueId old = slots_[slot];
