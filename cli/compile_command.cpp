@@ -58,8 +58,9 @@ void add_compile(CLI::App& app) {
 }
 
 void add_check(CLI::App& app) {
-  auto* cmd =
-      app.add_subcommand("check", "Verify a schedule (JSON or MSCCL XML) by symbolic execution");
+  auto* cmd = app.add_subcommand(
+      "check",
+      "Verify a schedule (JSON or MSCCL XML) for every execution order: races, deadlock, result");
   struct Args {
     std::string schedule, topology;
   };
