@@ -10,13 +10,11 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 
+#include "fixtures.hpp"
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/topology/generators.hpp"
@@ -31,30 +29,9 @@ using optiflow::topology::Topology;
 
 constexpr std::uint64_t kCandidateSize = std::uint64_t{1} << 30;
 
-std::string read_program(const std::string& file) {
-  std::ifstream in(std::string(OPTIFLOW_SOURCE_DIR) + "/datasets/programs/" + file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Topologies and compiled schedules, built once per process and kept: benchmarks time only
-// the simulator.
-const Topology& topology(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<Topology>> cache;
-  auto& slot = cache[name];
-  if (!slot) slot = std::make_unique<Topology>(*optiflow::topology::make_builtin_topology(name));
-  return *slot;
-}
-
-const Schedule& schedule(const std::string& topo, const std::string& program) {
-  static std::map<std::pair<std::string, std::string>, std::unique_ptr<Schedule>> cache;
-  auto& slot = cache[{topo, program}];
-  if (!slot)
-    slot = std::make_unique<Schedule>(
-        optiflow::compiler::compile_program(program, "bench.ofl", topology(topo)).schedule);
-  return *slot;
-}
+using optiflow::bench::read_program;
+using optiflow::bench::schedule;
+using optiflow::bench::topology;
 
 SimOptions options_for(Model model) {
   SimOptions options;

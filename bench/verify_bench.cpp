@@ -4,13 +4,11 @@
 // Schedules are compiled once per process and kept; each iteration verifies one of them.
 #include <benchmark/benchmark.h>
 
-#include <fstream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 
+#include "fixtures.hpp"
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/schedule/verifier.hpp"
 #include "optiflow/topology/generators.hpp"
@@ -20,28 +18,9 @@ namespace {
 using optiflow::schedule::Schedule;
 using optiflow::topology::Topology;
 
-std::string read_program(const std::string& file) {
-  std::ifstream in(std::string(OPTIFLOW_SOURCE_DIR) + "/datasets/programs/" + file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-const Topology& topology(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<Topology>> cache;
-  auto& slot = cache[name];
-  if (!slot) slot = std::make_unique<Topology>(*optiflow::topology::make_builtin_topology(name));
-  return *slot;
-}
-
-const Schedule& schedule(const std::string& topo, const std::string& program) {
-  static std::map<std::pair<std::string, std::string>, std::unique_ptr<Schedule>> cache;
-  auto& slot = cache[{topo, program}];
-  if (!slot)
-    slot = std::make_unique<Schedule>(
-        optiflow::compiler::compile_program(program, "bench.ofl", topology(topo)).schedule);
-  return *slot;
-}
+using optiflow::bench::read_program;
+using optiflow::bench::schedule;
+using optiflow::bench::topology;
 
 void BM_Verify(benchmark::State& state, const std::string& topo, const std::string& program) {
   const Schedule& s = schedule(topo, program);
