@@ -70,11 +70,19 @@ struct Candidate {
   std::int64_t seq = 0, iteration = 0;
   int island = -1;  // -1: a template, offered to every island
   std::string source, origin;
-  Parsed parsed;  // dropped after the batch is evaluated
+  Parsed parsed;  // its tree is dropped once compiled
   std::vector<std::int64_t> parent_ids;
   Compiled compiled;
   Simulated simulated;
   bool reused = false;  // same program as an earlier candidate of this run
+
+  // What is stored: the canonical text, or the proposal as written when it does not parse.
+  const std::string& stored_source() const {
+    return parsed.canonical.empty() ? source : parsed.canonical;
+  }
+  const std::string& diagnostics() const {
+    return parsed.canonical.empty() ? parsed.diagnostics : compiled.diagnostics;
+  }
 };
 
 class Exploration {
@@ -224,7 +232,7 @@ class Exploration {
     std::int64_t program_id = 0;
     if (static_cast<std::size_t>(c.seq) < committed_.size()) {
       const auto& stored = committed_[static_cast<std::size_t>(c.seq)];
-      if (stored.program_source != (c.parsed.canonical.empty() ? c.source : c.parsed.canonical))
+      if (stored.program_source != c.stored_source())
         throw support::InputError(support::SourceLocation{options_.db_path, 0, 0, "--resume"},
                                   "run " + std::to_string(run_id_) +
                                       " cannot be resumed: candidate " + std::to_string(c.seq) +
@@ -236,12 +244,12 @@ class Exploration {
       r.seq = c.seq;
       r.iteration = c.iteration;
       r.island = c.island;
-      r.program_source = c.parsed.canonical.empty() ? c.source : c.parsed.canonical;
+      r.program_source = c.stored_source();
       r.origin = c.origin;
       r.parent_program_ids = c.parent_ids;
       r.collective = std::string(support::to_string(options_.collective));
       r.compiled = ok;
-      r.diagnostics = c.parsed.canonical.empty() ? c.parsed.diagnostics : c.compiled.diagnostics;
+      r.diagnostics = c.diagnostics();
       r.compile_ms = c.compiled.compile_ms;
       if (ok) {
         r.schedule_hash = c.compiled.schedule_hash;
@@ -258,9 +266,8 @@ class Exploration {
     Entry entry;
     entry.seq = c.seq;
     entry.program_id = program_id;
-    entry.parent.source = c.parsed.canonical.empty() ? c.source : c.parsed.canonical;
-    entry.parent.diagnostics =
-        c.parsed.canonical.empty() ? c.parsed.diagnostics : c.compiled.diagnostics;
+    entry.parent.source = c.stored_source();
+    entry.parent.diagnostics = c.diagnostics();
     if (ok) {
       entry.time_us = c.simulated.time_us;
       for (std::size_t s = 0; s < options_.sizes.size(); ++s)
@@ -281,12 +288,14 @@ class Exploration {
     return false;
   }
 
-  // Winners keep their schedule, so that finish() writes them without compiling again.
-  void record_best(const Entry& entry, const Candidate& c) {
+  // Winners keep their schedule (moved out of the candidate, the last to need it), so that
+  // finish() writes them without compiling again.
+  void record_best(const Entry& entry, Candidate& c) {
     std::shared_ptr<const schedule::Schedule> kept;
     for (std::size_t s = 0; s < best_.size(); ++s)
       if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us) {
-        if (!kept) kept = std::make_shared<const schedule::Schedule>(c.compiled.schedule);
+        if (!kept)
+          kept = std::make_shared<const schedule::Schedule>(std::move(c.compiled.schedule));
         best_[s] = Best{c.simulated.time_us[s], c.simulated.busbw_GBps[s], entry.program_id,
                         entry.parent.source, kept};
       }

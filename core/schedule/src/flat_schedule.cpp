@@ -150,19 +150,20 @@ void FlatSchedule::match_connection(FlatConnection& connection, UnpairedMessages
   StepId send = next_step(connection.sender, sender_first, step_sends);
   StepId recv = next_step(connection.receiver, receiver_first, step_receives);
   std::uint32_t sent = 0;
+  StepId first_unreceived = kNoStep;
   for (; send != kNoStep; send = next_step(connection.sender, send + 1, step_sends)) {
     message_index_[send] = sent++;
-    if (recv == kNoStep) continue;
+    if (recv == kNoStep) {
+      if (first_unreceived == kNoStep) first_unreceived = send;
+      continue;
+    }
     matching_receive_[send] = recv;
     matching_send_[recv] = send;
     ++connection.messages;
     recv = next_step(connection.receiver, recv + 1, step_receives);
   }
   if (unpaired == UnpairedMessages::keep) return;
-  for (StepId id = sender_first; connection.sender != kNone && id < blocks_[connection.sender].end;
-       ++id)
-    if (step_sends(steps_[id]->kind) && matching_receive_[id] == kNoStep)
-      fail_unpaired(connection, id, true);
+  if (first_unreceived != kNoStep) fail_unpaired(connection, first_unreceived, true);
   if (recv != kNoStep) fail_unpaired(connection, recv, false);
 }
 
