@@ -8,23 +8,44 @@
 namespace optiflow::topology {
 namespace {
 
-// The figures of every built-in topology, in one place. Bandwidths are per direction.
-// Sources (see docs/topologies.md for the full discussion):
-//  - NVLink3 (A100): 12 links x 25 GB/s = 300 GB/s per GPU per direction (NVIDIA A100 whitepaper).
-//  - NVLink2 (V100): 25 GB/s per link per direction, 6 links per GPU (NVIDIA V100 whitepaper).
-//  - HDR InfiniBand: 200 Gb/s = 25 GB/s per NIC (ConnectX-6); EDR: 100 Gb/s = 12.5 GB/s.
-//  - PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s; PCIe 3.0 x16: 15.75 GB/s.
-//  - Latencies: 0.35 us per NVSwitch hop (0.7 us GPU to GPU); 0.3 us per NVLink2 hop and 2.6 us
-//    GPU to GPU over EDR, as profiled on NDv2 by TACCL (examples/topo/topo-ndv2-1MB.json); the
-//    A100 IB path (PCIe 0.5 + IB 1.0 + IB 1.0 + PCIe 0.5 = 3 us) is an assumption of the same
-//    order, documented as such.
-constexpr LinkSpec kNvSwitchA100{LinkKind::nvswitch, 300.0, 0.35};
-constexpr LinkSpec kPcieGen4{LinkKind::pcie, 31.5, 0.5};
-constexpr LinkSpec kHdrNic{LinkKind::ib, 25.0, 1.0};
+// The figures of every built-in topology, in one place (docs/topologies.md has the full
+// discussion). Bandwidths are per direction and achievable, not line rate (DESIGN.md, "The cost
+// model"), each with its source:
+//  - NVLink, per link: NCCL's SM70_NVLINK_BW = SM80_NVLINK_BW = 20.0 and SM90_NVLINK_BW = 20.6
+//    GB/s (src/graph/topo.h, the same in NCCL 2.21.5 to 2.28.9; ncclTopoNVLinkBw picks by sm).
+//    V100 (NVLink2): 20 per link, 40 for the doubled links of the cube-mesh; A100 (NVLink3):
+//    12 links x 20 = 240 per GPU; H100 (NVLink4): 18 links x 20.6 = 370.8 per GPU. The line
+//    rates are 25 GB/s per link (300 and 450 GB/s per GPU; NVIDIA architecture whitepapers).
+//  - PCIe: NCCL's PCI_BW = 12.0 GB/s ("PCI Gen3 x16", topo.h) for the Gen3 x16 links of NDv2.
+//    topo.h has no constant for Gen4 or Gen5, so those keep their line rates: Gen4 x16 = 16 GT/s
+//    x 16 x 128/130 / 8 = 31.5, Gen5 x16 = 63 GB/s. (NCCL's own rule for PCIe links read from
+//    sysfs, width x speed / 80 in topo.cc, would give 24 and 48.)
+//  - NICs, line rates: HDR 200 Gb/s = 25, EDR 100 Gb/s = 12.5, NDR 400 Gb/s = 50 GB/s. NCCL
+//    also takes the port's reported speed (<net speed> in Mb/s / 8000, filled from the IB
+//    port's active speed x width), which is this line rate.
+//  - Latencies: the per-hop latency of a transfer comes from the protocol table of the cost
+//    model (NCCL's hwLat per link class and protocol, end to end per hop), so the links of the
+//    DGX, NDv2 and dgx1 topologies have alpha 0, except the leaf-to-spine hop: 0.5 us for the
+//    second switch hop, which NCCL's per-hop figure does not include. The abstract fabrics
+//    (ring, torus, fullmesh, fattree) keep their alphas for closed-form checks.
+constexpr double kSm70NvlinkGBps = 20.0;  // NCCL SM70_NVLINK_BW
+constexpr double kSm80NvlinkGBps = 20.0;  // NCCL SM80_NVLINK_BW
+constexpr double kSm90NvlinkGBps = 20.6;  // NCCL SM90_NVLINK_BW
+constexpr int kA100NvlinksPerGpu = 12;
+constexpr int kH100NvlinksPerGpu = 18;
+constexpr double kNcclPciGBps = 12.0;                                       // NCCL PCI_BW, Gen3 x16
+constexpr double kA100NvSwitchGBps = kA100NvlinksPerGpu * kSm80NvlinkGBps;  // 240
+constexpr double kH100NvSwitchGBps = kH100NvlinksPerGpu * kSm90NvlinkGBps;  // 370.8
+constexpr LinkSpec kNvSwitchA100{LinkKind::nvswitch, kA100NvSwitchGBps, 0.0};
+constexpr LinkSpec kNvSwitchH100{LinkKind::nvswitch, kH100NvSwitchGBps, 0.0};
+constexpr LinkSpec kPcieGen4{LinkKind::pcie, 31.5, 0.0};
+constexpr LinkSpec kPcieGen5{LinkKind::pcie, 63.0, 0.0};
+constexpr LinkSpec kHdrNic{LinkKind::ib, 25.0, 0.0};
+constexpr LinkSpec kNdrNic{LinkKind::ib, 50.0, 0.0};
 constexpr double kLeafSpineAlphaUs = 0.5;
-constexpr LinkSpec kNvLink2{LinkKind::nvlink, 25.0, 0.3};
-constexpr LinkSpec kPcieGen3{LinkKind::pcie, 15.75, 0.25};
-constexpr LinkSpec kEdrNic{LinkKind::ib, 12.5, 0.8};
+constexpr LinkSpec kNvLink2{LinkKind::nvlink, kSm70NvlinkGBps, 0.0};
+constexpr LinkSpec kPcieGen3{LinkKind::pcie, kNcclPciGBps, 0.0};
+constexpr LinkSpec kEdrNic{LinkKind::ib, 12.5, 0.0};
 // Abstract fabrics (ring, torus, fullmesh) for closed-form checks and studies.
 constexpr LinkSpec kGenericLink{LinkKind::nvlink, 25.0, 1.0};
 // fattree: one GPU per host, HDR to the leaf, full-bisection leaf-spine.
@@ -74,6 +95,47 @@ std::vector<NodeId> add_cube_mesh_host(Topology& topo, int host, const std::stri
   return gpus;
 }
 
+// One DGX generation: its GPU-to-NVSwitch, GPU-to-NIC and NIC-to-leaf links.
+struct DgxFigures {
+  LinkSpec nvswitch, pcie, nic;
+};
+constexpr DgxFigures kA100{kNvSwitchA100, kPcieGen4, kHdrNic};
+constexpr DgxFigures kH100{kNvSwitchH100, kPcieGen5, kNdrNic};
+
+// K DGX nodes: per host an NVSwitch and gpu0..7; with K > 1 one NIC per GPU over PCIe, NIC i of
+// every host on rail leaf i, and the leaves on one spine with a non-blocking uplink.
+Topology make_dgx_cluster(std::string name, int nodes, const DgxFigures& figures) {
+  Topology topo(std::move(name));
+  std::vector<NodeId> nics;
+  for (int host = 0; host < nodes; ++host) {
+    const std::string prefix = host_prefix(host);
+    const NodeId nvswitch = add_plain(topo, prefix + "nvswitch", NodeKind::switch_, host);
+    for (int local = 0; local < kGpusPerDgx; ++local) {
+      const NodeId gpu = add_gpu(topo, prefix + "gpu" + std::to_string(local),
+                                 host * kGpusPerDgx + local, host, local);
+      topo.add_duplex(gpu, nvswitch, figures.nvswitch);
+      if (nodes > 1) {
+        const NodeId nic =
+            add_plain(topo, prefix + "nic" + std::to_string(local), NodeKind::nic, host);
+        topo.add_duplex(gpu, nic, figures.pcie);
+        nics.push_back(nic);
+      }
+    }
+  }
+  if (nodes > 1) {
+    const NodeId spine = add_plain(topo, "spine", NodeKind::switch_);
+    const LinkSpec uplink{figures.nic.kind, figures.nic.bw_GBps * nodes, kLeafSpineAlphaUs};
+    for (int rail = 0; rail < kGpusPerDgx; ++rail) {
+      const NodeId leaf = add_plain(topo, "leaf" + std::to_string(rail), NodeKind::switch_);
+      for (int host = 0; host < nodes; ++host)
+        topo.add_duplex(nics[static_cast<std::size_t>(host * kGpusPerDgx + rail)], leaf,
+                        figures.nic);
+      topo.add_duplex(leaf, spine, uplink);
+    }
+  }
+  return topo;
+}
+
 void require(bool ok, std::string_view name, const std::string& message) {
   if (!ok) throw support::InputError(support::SourceLocation{std::string(name), 0, 0, {}}, message);
 }
@@ -94,34 +156,11 @@ constexpr int kMaxRanks = 1 << 16;
 }  // namespace
 
 Topology make_a100(int nodes) {
-  Topology topo("a100x" + std::to_string(nodes));
-  std::vector<NodeId> nics;
-  for (int host = 0; host < nodes; ++host) {
-    const std::string prefix = host_prefix(host);
-    const NodeId nvswitch = add_plain(topo, prefix + "nvswitch", NodeKind::switch_, host);
-    for (int local = 0; local < kGpusPerDgx; ++local) {
-      const NodeId gpu = add_gpu(topo, prefix + "gpu" + std::to_string(local),
-                                 host * kGpusPerDgx + local, host, local);
-      topo.add_duplex(gpu, nvswitch, kNvSwitchA100);
-      if (nodes > 1) {
-        const NodeId nic =
-            add_plain(topo, prefix + "nic" + std::to_string(local), NodeKind::nic, host);
-        topo.add_duplex(gpu, nic, kPcieGen4);
-        nics.push_back(nic);
-      }
-    }
-  }
-  if (nodes > 1) {
-    const NodeId spine = add_plain(topo, "spine", NodeKind::switch_);
-    const LinkSpec uplink{LinkKind::ib, kHdrNic.bw_GBps * nodes, kLeafSpineAlphaUs};
-    for (int rail = 0; rail < kGpusPerDgx; ++rail) {
-      const NodeId leaf = add_plain(topo, "leaf" + std::to_string(rail), NodeKind::switch_);
-      for (int host = 0; host < nodes; ++host)
-        topo.add_duplex(nics[static_cast<std::size_t>(host * kGpusPerDgx + rail)], leaf, kHdrNic);
-      topo.add_duplex(leaf, spine, uplink);
-    }
-  }
-  return topo;
+  return make_dgx_cluster("a100x" + std::to_string(nodes), nodes, kA100);
+}
+
+Topology make_h100(int nodes) {
+  return make_dgx_cluster("h100x" + std::to_string(nodes), nodes, kH100);
 }
 
 Topology make_a100x4_degraded() {
@@ -227,11 +266,14 @@ Topology make_fattree(int ranks) {
 std::vector<BuiltinFamily> builtin_families() {
   return {
       {"a100x<K>", "a100x4",
-       "K DGX-A100 nodes: 8 GPUs on NVSwitch (300 GB/s), one 25 GB/s HDR NIC per GPU, "
+       "K DGX-A100 nodes: 8 GPUs on NVSwitch (240 GB/s), one 25 GB/s HDR NIC per GPU, "
        "rail-optimised leaves"},
       {"a100x4-degraded", "a100x4-degraded",
        "a100x4 with NIC 3 of host 1 at a quarter of its bandwidth (6.25 GB/s)"},
-      {"dgx1", "dgx1", "8 V100 in the DGX-1 hybrid cube-mesh (NVLink2, 25 GB/s per link)"},
+      {"h100x<K>", "h100x4",
+       "K DGX-H100 nodes: 8 GPUs on NVSwitch (370.8 GB/s), one 50 GB/s NDR NIC per GPU, "
+       "rail-optimised leaves"},
+      {"dgx1", "dgx1", "8 V100 in the DGX-1 hybrid cube-mesh (NVLink2, 20 GB/s per link)"},
       {"ndv2x<K>", "ndv2x2",
        "K Azure NDv2 nodes: DGX-1 cube-mesh, PCIe 3.0 to one 12.5 GB/s EDR NIC per node"},
       {"ring<N>", "ring8", "N GPUs on a bidirectional ring, 25 GB/s and 1 us per link"},
@@ -252,6 +294,8 @@ std::optional<Topology> make_builtin_topology(std::string_view name) {
   if (name == "a100x4-degraded") return make_a100x4_degraded();
   if (auto k = number_after(name, "a100x"))
     return make_a100(in_range(*k, 1, kMaxRanks / kGpusPerDgx, "the number of nodes"));
+  if (auto k = number_after(name, "h100x"))
+    return make_h100(in_range(*k, 1, kMaxRanks / kGpusPerDgx, "the number of nodes"));
   if (auto k = number_after(name, "ndv2x"))
     return make_ndv2(in_range(*k, 1, kMaxRanks / kGpusPerDgx, "the number of nodes"));
   if (auto n = number_after(name, "ring"))
