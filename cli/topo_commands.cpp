@@ -122,10 +122,13 @@ void add_import_nccl(CLI::App& topo) {
   cmd->add_option("-o,--output", args->out, "topology JSON to write")->required();
   cmd->add_option("--hosts", args->options.hosts, "replicate the host this many times")
       ->check(CLI::Range(1, 8192));
-  cmd->add_option("--nic-GBps", args->nic_GBps, "NIC speed when the XML gives none")
+  cmd->add_option("--nic-GBps", args->nic_GBps,
+                  "speed of every NIC in GB/s, overriding <net speed> and the GPU-generation "
+                  "default")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--nvswitch-GBps", args->nvswitch_GBps,
-                  "add an NVSwitch at this per-GPU bandwidth when the XML lists no NVLink")
+                  "add an NVSwitch at this per-GPU bandwidth when the XML lists no NVLink "
+                  "(e.g. 240 for A100, 370.8 for H100)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--name", args->options.name, "topology name (default: the file's stem)");
   cmd->callback([args] {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -84,7 +86,7 @@ TEST(NcclTopoXml, NvlinksBetweenPeersAreDirectedAndRanksComeFromTheXml) {
   ASSERT_EQ(forward.size(), 1u);
   ASSERT_EQ(backward.size(), 1u);
   EXPECT_EQ(forward[0].kind, LinkKind::nvlink);
-  EXPECT_DOUBLE_EQ(forward[0].bw_GBps, 12 * 25.0);
+  EXPECT_DOUBLE_EQ(forward[0].bw_GBps, 12 * 20.0);  // NCCL's SM80_NVLINK_BW per link
   EXPECT_DOUBLE_EQ(forward[0].alpha_us, 0.3);
   EXPECT_EQ(count_links(topo, LinkKind::nvlink), 2);
   EXPECT_FALSE(has_note(result, "PCIe only"));
@@ -118,8 +120,9 @@ TEST(NcclTopoXml, NvlinksToNvswitchChipsMeetOnOneSwitchPerHost) {
     ASSERT_EQ(up.size(), 1u) << gpu;
     ASSERT_EQ(down.size(), 1u) << gpu;
     EXPECT_EQ(up[0].kind, LinkKind::nvswitch);
-    EXPECT_DOUBLE_EQ(up[0].bw_GBps, 18 * 25.0);  // H100: 18 links, 450 GB/s
-    EXPECT_DOUBLE_EQ(down[0].bw_GBps, 18 * 25.0);
+    // H100: 9 + 9 links x NCCL's SM90_NVLINK_BW (20.6), exactly 18 x 20.6 = 370.8.
+    EXPECT_EQ(up[0].bw_GBps, 370.8);
+    EXPECT_EQ(down[0].bw_GBps, 370.8);
   }
   EXPECT_TRUE(links_between(topo, "h0.gpu0", "h0.gpu1").empty());
   // 32 GT/s x16 at 128b/130b.
@@ -171,6 +174,7 @@ TEST(NcclTopoXml, ClassOnlyGpusAreRankedByBusIdOverPcie) {
   EXPECT_TRUE(has_note(result, "bus-id order"));
   EXPECT_TRUE(has_note(result, "PCIe only"));
   EXPECT_TRUE(has_note(result, "2 NICs without <net speed> taken as 25 GB/s"));
+  EXPECT_TRUE(has_note(result, "GPU generation is unknown, no <gpu sm> in the file"));
 }
 
 TEST(NcclTopoXml, NvswitchOptionAddsAFabricWhenTheFileHasNoNvlinks) {
@@ -213,7 +217,8 @@ TEST(NcclTopoXml, NicDirectlyUnderCpuUsesNetSpeedAndDefaultPcie) {
   EXPECT_EQ(uplink.kind, LinkKind::ethernet);
   EXPECT_DOUBLE_EQ(uplink.bw_GBps, 12.5);  // 100000 Mb/s
   EXPECT_TRUE(has_note(result, "2 PCIe links without link_speed or link_width"));
-  EXPECT_FALSE(has_note(result, "<net speed>"));
+  EXPECT_TRUE(has_note(result, "1 NIC at the file's <net speed> (12.5 GB/s)"));
+  EXPECT_FALSE(has_note(result, "without <net speed>"));
 }
 
 TEST(NcclTopoXml, ChildPciWithoutFiguresInheritsItsBridge) {
@@ -270,6 +275,103 @@ TEST(NcclTopoXml, HostsAreReplicatedAndJoinedThroughNet) {
   EXPECT_TRUE(has_note(result, "replicated 2 times"));
   // Same input, same topology, node for node and link for link.
   EXPECT_EQ(import_nccl_topology_xml(xml, "eight.xml", options).topology, topo);
+}
+
+// One GPU of `sm` (none when empty) and a NIC with the given <net speed> (none when empty),
+// the NIC first in document order: its default must wait for the GPUs.
+std::string gpu_and_nic(const std::string& sm, const std::string& speed,
+                        const std::string& second_sm = "") {
+  const std::string net = speed.empty() ? "" : "<net name=\"mlx5_0\" speed=\"" + speed + "\"/>";
+  auto gpu = [](const std::string& busid, const std::string& gpu_sm) {
+    return "    <pci busid=\"" + busid + "\" class=\"0x030200\" link_speed=\"16 GT/s\" " +
+           "link_width=\"16\">" + (gpu_sm.empty() ? "" : "<gpu sm=\"" + gpu_sm + "\"/>") +
+           "</pci>\n";
+  };
+  return "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"AuthenticAMD\">\n"
+         "    <pci busid=\"0000:01:00.0\" class=\"0x020700\" link_speed=\"16 GT/s\" "
+         "link_width=\"16\"><nic>" +
+         net + "</nic></pci>\n" + gpu("0000:02:00.0", sm) +
+         (second_sm.empty() ? "" : gpu("0000:03:00.0", second_sm)) + "  </cpu>\n</system>\n";
+}
+
+double nic_GBps(const NcclImportResult& result) {
+  return links_between(result.topology, "h0.nic0", "net").at(0).bw_GBps;
+}
+
+TEST(NcclTopoXml, NicWithoutSpeedTakesItsGpuGenerationsDefault) {
+  struct Case {
+    std::string sm, second_sm;
+    double GBps;
+    std::string note;
+  };
+  const Case cases[] = {
+      {"70", "", 12.5,
+       "1 NIC without <net speed> taken as 12.5 GB/s, the GPU-generation default "
+       "for sm70 (EDR InfiniBand, 100 Gb/s, as NDv2"},
+      {"80", "", 25.0, "25 GB/s, the GPU-generation default for sm80 (HDR InfiniBand"},
+      {"86", "80", 25.0, "the GPU-generation default for sm86 (HDR"},
+      {"90", "", 50.0,
+       "50 GB/s, the GPU-generation default for sm90 (NDR InfiniBand, 400 Gb/s, "
+       "as NDv5 and DGX-H100"},
+      {"", "", 25.0,
+       "25 GB/s (HDR InfiniBand, 200 Gb/s): the GPU generation is unknown, no "
+       "<gpu sm> in the file; see --nic-GBps"},
+      {"80", "90", 25.0, "GPU generation is unknown, the GPUs' sm are of different generations"},
+      {"100", "", 25.0, "GPU generation is unknown, no NIC default for sm100"},
+      {"60", "", 25.0, "GPU generation is unknown, no NIC default for sm60"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("sm " + c.sm + " " + c.second_sm);
+    const NcclImportResult result =
+        import_nccl_topology_xml(gpu_and_nic(c.sm, "", c.second_sm), "gen.xml");
+    EXPECT_DOUBLE_EQ(nic_GBps(result), c.GBps);
+    EXPECT_TRUE(has_note(result, c.note)) << ::testing::PrintToString(result.notes);
+    EXPECT_FALSE(has_note(result, "file's <net speed>"));
+  }
+}
+
+TEST(NcclTopoXml, NetSpeedInTheFileBeatsTheGenerationDefault) {
+  const NcclImportResult result = import_nccl_topology_xml(gpu_and_nic("90", "200000"), "f.xml");
+  EXPECT_DOUBLE_EQ(nic_GBps(result), 25.0);  // 200000 Mb/s, not NDR's 50
+  EXPECT_TRUE(has_note(result, "1 NIC at the file's <net speed> (25 GB/s)"));
+  EXPECT_FALSE(has_note(result, "without <net speed>"));
+}
+
+TEST(NcclTopoXml, NicGBpsOverridesEveryNicAndSaysSo) {
+  NcclImportOptions options;
+  options.nic_GBps = 40;
+  const NcclImportResult with_speed =
+      import_nccl_topology_xml(gpu_and_nic("90", "200000"), "f.xml", options);
+  EXPECT_DOUBLE_EQ(nic_GBps(with_speed), 40.0);
+  EXPECT_TRUE(has_note(with_speed,
+                       "1 NIC taken as 40 GB/s (--nic-GBps, for every NIC; it "
+                       "overrides the <net speed> of 1 NIC)"));
+  EXPECT_FALSE(has_note(with_speed, "file's <net speed>"));
+  EXPECT_FALSE(has_note(with_speed, "GPU-generation default"));
+  const NcclImportResult without_speed =
+      import_nccl_topology_xml(gpu_and_nic("70", ""), "f.xml", options);
+  EXPECT_DOUBLE_EQ(nic_GBps(without_speed), 40.0);
+  EXPECT_TRUE(has_note(without_speed, "1 NIC taken as 40 GB/s (--nic-GBps, for every NIC)"));
+  EXPECT_FALSE(has_note(without_speed, "GPU-generation default"));
+}
+
+// NCCL's per-link NVLink figures, chosen by sm as ncclTopoNVLinkBw does.
+TEST(NcclTopoXml, NvlinkFiguresAreNcclsPerSm) {
+  const std::pair<std::string, double> cases[] = {
+      {"60", 18.0}, {"70", 20.0}, {"75", 20.0},  {"80", 20.0}, {"86", 12.0},
+      {"89", 20.0}, {"90", 20.6}, {"100", 40.1}, {"52", 20.0}, {"", 20.0}};
+  for (const auto& [sm, per_link] : cases) {
+    SCOPED_TRACE("sm " + sm);
+    std::string xml = kNvlinkPair;
+    const std::string attribute = sm.empty() ? "" : "sm=\"" + sm + "\"";
+    for (std::size_t at = xml.find(R"(sm="80")"); at != std::string::npos;
+         at = xml.find(R"(sm="80")", at + attribute.size()))
+      xml.replace(at, 7, attribute);
+    const NcclImportResult result = import_nccl_topology_xml(xml, "pair.xml");
+    EXPECT_DOUBLE_EQ(links_between(result.topology, "h0.gpu0", "h0.gpu1").at(0).bw_GBps,
+                     12 * per_link);
+    EXPECT_EQ(has_note(result, "a <gpu> without sm"), sm.empty());
+  }
 }
 
 TEST(NcclTopoXml, MalformedXmlNamesTheFileAndLine) {
@@ -393,6 +495,84 @@ TEST(NcclTopoXmlRealFiles, EveryTopoFileImports) {
   if (imported == 0) GTEST_SKIP() << "no *topo*.xml under " << external_dir() << " (absent)";
 }
 
+// The Azure files (NDv2, NDv4, NDv5) list their GPUs by PCI class only: no <gpu sm>, no <net>.
+const std::pair<const char*, double> kAzureFiles[] = {{"azhpc-images/ndv2-topo.xml", 12.5},
+                                                      {"azhpc-images/ndv4-topo.xml", 25.0},
+                                                      {"azhpc-images/ndv5-topo.xml", 50.0},
+                                                      {"msccl-executor-nccl/ndv4-topo.xml", 25.0},
+                                                      {"msccl-executor-nccl/ndv5-topo.xml", 50.0}};
+const std::map<std::string, std::string> kAzureSm = {
+    {"ndv2", "70"}, {"ndv4", "80"}, {"ndv5", "90"}};
+
+std::vector<double> nic_speeds(const Topology& topo) {
+  std::vector<double> out;
+  const NodeId net = *topo.find_node("net");
+  for (const Link& link : topo.links())
+    if (link.dst == net) out.push_back(link.bw_GBps);
+  return out;
+}
+
+// Gives every class-only GPU of an Azure file a <gpu sm>, as NCCL_TOPO_DUMP_FILE would write.
+std::string with_gpu_sm(std::string xml, const std::string& sm) {
+  const std::string gpu_class = R"(class="0x030200")";
+  for (std::size_t at = xml.find(gpu_class); at != std::string::npos;
+       at = xml.find(gpu_class, at + 1)) {
+    const std::size_t end = xml.find("/>", at);
+    xml.replace(end, 2, "><gpu sm=\"" + sm + "\"/></pci>");
+  }
+  return xml;
+}
+
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(NcclTopoXmlRealFiles, AzureNicsTakeTheUnknownGenerationDefaultOrTheOverride) {
+  if (!std::filesystem::is_directory(external_dir()))
+    GTEST_SKIP() << external_dir() << " is absent";
+  int checked = 0;
+  for (const auto& [file, generation_GBps] : kAzureFiles) {
+    const std::filesystem::path path = external_dir() / file;
+    if (!std::filesystem::exists(path)) continue;
+    SCOPED_TRACE(path.string());
+    const NcclImportResult plain = read_nccl_topology_file(path.string());
+    const std::vector<double> speeds = nic_speeds(plain.topology);
+    ASSERT_FALSE(speeds.empty());
+    for (double speed : speeds) EXPECT_DOUBLE_EQ(speed, 25.0);
+    EXPECT_TRUE(has_note(plain, std::to_string(speeds.size()) +
+                                    (speeds.size() == 1 ? " NIC" : " NICs") +
+                                    " without <net speed> taken as 25 GB/s (HDR InfiniBand, "
+                                    "200 Gb/s): the GPU generation is unknown, no <gpu sm>"));
+    // With the sm that NCCL_TOPO_DUMP_FILE would have written: the generation's default.
+    const std::string stem = std::filesystem::path(file).stem().string().substr(0, 4);
+    const NcclImportResult dumped =
+        import_nccl_topology_xml(with_gpu_sm(read_all(path), kAzureSm.at(stem)), path.string());
+    for (double speed : nic_speeds(dumped.topology)) EXPECT_DOUBLE_EQ(speed, generation_GBps);
+    EXPECT_TRUE(has_note(dumped, "the GPU-generation default for sm" + kAzureSm.at(stem)));
+    NcclImportOptions options;
+    options.nic_GBps = 40;
+    const NcclImportResult overridden = read_nccl_topology_file(path.string(), options);
+    for (double speed : nic_speeds(overridden.topology)) EXPECT_DOUBLE_EQ(speed, 40.0);
+    EXPECT_TRUE(has_note(overridden, "taken as 40 GB/s (--nic-GBps, for every NIC)"));
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no NDv2/NDv4/NDv5 topology file under " << external_dir();
+}
+
+TEST(NcclTopoXmlRealFiles, Ncv4NicKeepsItsNetSpeedUnlessOverridden) {
+  const std::filesystem::path path = external_dir() / "msccl-executor-nccl" / "ncv4-topo.xml";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+  const NcclImportResult plain = read_nccl_topology_file(path.string());
+  EXPECT_EQ(nic_speeds(plain.topology), std::vector<double>{12.5});  // speed="100000" (Mb/s)
+  EXPECT_TRUE(has_note(plain, "1 NIC at the file's <net speed> (12.5 GB/s)"));
+  NcclImportOptions options;
+  options.nic_GBps = 25;
+  const NcclImportResult overridden = read_nccl_topology_file(path.string(), options);
+  EXPECT_EQ(nic_speeds(overridden.topology), std::vector<double>{25.0});
+  EXPECT_TRUE(has_note(overridden, "overrides the <net speed> of 1 NIC"));
+}
+
 TEST(NcclTopoXmlRealFiles, Ncv4HasNvlinksBetweenThePairs) {
   const std::filesystem::path path = external_dir() / "msccl-executor-nccl" / "ncv4-topo.xml";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
@@ -400,8 +580,9 @@ TEST(NcclTopoXmlRealFiles, Ncv4HasNvlinksBetweenThePairs) {
   ASSERT_EQ(topo.rank_count(), 4);
   EXPECT_EQ(count_links(topo, LinkKind::nvlink), 4);
   for (const auto& [a, b] : {std::pair{"h0.gpu0", "h0.gpu1"}, std::pair{"h0.gpu2", "h0.gpu3"}}) {
-    EXPECT_DOUBLE_EQ(links_between(topo, a, b).at(0).bw_GBps, 300.0) << a << "->" << b;
-    EXPECT_DOUBLE_EQ(links_between(topo, b, a).at(0).bw_GBps, 300.0) << b << "->" << a;
+    // 12 NVLink3 x NCCL's SM80_NVLINK_BW.
+    EXPECT_DOUBLE_EQ(links_between(topo, a, b).at(0).bw_GBps, 240.0) << a << "->" << b;
+    EXPECT_DOUBLE_EQ(links_between(topo, b, a).at(0).bw_GBps, 240.0) << b << "->" << a;
   }
   EXPECT_TRUE(links_between(topo, "h0.gpu0", "h0.gpu2").empty());
 }

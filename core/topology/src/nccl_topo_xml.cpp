@@ -21,21 +21,27 @@ namespace {
 
 using tinyxml2::XMLElement;
 
-// The figures an NCCL topology file does not carry, in one place. Bandwidths are per direction
-// and line rate, as in generators.cpp; docs/nccl-topo-import.md compares NCCL's derated figures.
-// NCCL sources: src/graph/topo.cc, topo.h, xml.cc.
-//  - PCIe: GT/s x lanes x encoding / 8. Encoding 8b/10b to Gen2, 128b/130b Gen3-5, FLIT 242/256
+// The figures an NCCL topology file does not carry, in one place. Bandwidths are per direction;
+// docs/nccl-topo-import.md compares them with NCCL's. NCCL sources: src/graph/topo.cc, topo.h,
+// xml.cc (NCCL 2.21.5 to 2.28.9).
+//  - PCIe, line rate: GT/s x lanes x encoding / 8. Encoding 8b/10b to Gen2, 128b/130b Gen3-5, FLIT
+//  242/256
 //    Gen6 (PCIe base specs): Gen4 x16 = 31.5 GB/s. NCCL (kvDictPciGen, width * speed / 80)
 //    counts 75% of the raw rate: Gen4 x16 = 24 GB/s.
 //  - Empty link_speed or link_width 0 (VMs, e.g. NCv4): the parent <pci>'s figures, else Gen4
 //    x16. (NCCL takes width 16 and, for an unknown speed, Gen3.)
-//  - NVLink per link per direction by <gpu sm>: NVLink1 (P100) 20 GB/s; NVLink2 (V100), NVLink3
-//    (A100), NVLink4 (H100) 25 GB/s; NVLink5 (B200) 50 GB/s (NVIDIA architecture whitepapers);
-//    sm86 bridges (A40) 112.5 GB/s bidirectional over 4 links = 14.0625 GB/s (A40 datasheet).
-//    Other sm take the sm80 figure, as ncclTopoNVLinkBw does.
+//  - NVLink per link per direction by <gpu sm>, achievable: NCCL's SM60/70/80/86/90/100_NVLINK_BW
+//    (topo.h) = 18, 20, 20, 12, 20.6, 40.1 GB/s, chosen as ncclTopoNVLinkBw does (sm >= 100,
+//    >= 90, == 86, >= 80, >= 70, >= 60, else the sm80 figure). SM100_NVLINK_BW is 40.1 from
+//    NCCL 2.27.7 (40.0 in 2.25-2.27.6); the others are unchanged since 2.21.5. The line rates are
+//    25 GB/s per link for NVLink2-4, 50 for NVLink5 (NVIDIA architecture whitepapers).
 //  - Between the NUMA nodes of a host: NCCL's constants (topo.h BDW/SKL/SRP/ERP_QPI_BW, AMD_BW,
 //    P9_BW, ARM_BW), chosen by arch, vendor and model as ncclTopoGetInterCpuBw does.
-//  - NICs: <net speed> is in Mb/s; without one, 25 GB/s (HDR InfiniBand, 200 Gb/s).
+//  - NICs: <net speed> is in Mb/s (NCCL fills it from the port's reported speed, the line rate).
+//    Without one, the default of the GPUs' generation (<gpu sm>): sm 70-79 EDR 100 Gb/s = 12.5
+//    (NDv2), sm 80-89 HDR 200 Gb/s = 25 (NDv4, DGX-A100), sm 90-99 NDR 400 Gb/s = 50 GB/s (NDv5,
+//    DGX-H100); no sm, GPUs of different generations, or another sm: 25 (HDR). --nic-GBps
+//    (NcclImportOptions::nic_GBps) overrides every NIC, also those with a <net speed>.
 //  - Latency per hop: NVLink 0.3 us, NVSwitch 0.35 us (TACCL's NDv2 profile, as generators.cpp);
 //    PCIe 0.5, inter-socket 0.5, InfiniBand 1.0, Ethernet (RoCE) 2.0 us are assumptions of the
 //    order of the built-in topologies.
@@ -50,9 +56,9 @@ struct NvlinkGeneration {
   int min_sm, max_sm;
   double link_GBps;
 };
-constexpr NvlinkGeneration kNvlinkBySm[] = {{60, 69, 20.0},    {70, 79, 25.0}, {80, 85, 25.0},
-                                            {86, 86, 14.0625}, {87, 99, 25.0}, {100, 999, 50.0}};
-constexpr double kFallbackNvlinkGBps = 25.0;
+constexpr NvlinkGeneration kNvlinkBySm[] = {{100, 100000, 40.1}, {90, 99, 20.6}, {86, 86, 12.0},
+                                            {80, 89, 20.0},      {70, 79, 20.0}, {60, 69, 18.0}};
+constexpr double kFallbackNvlinkGBps = 20.0;  // NCCL: SM80_NVLINK_BW for anything else
 
 struct SocketLink {
   std::string_view arch, vendor;  // empty vendor: any
@@ -70,7 +76,16 @@ constexpr SocketLink kSocketLinks[] = {
     {"arm64", "", 0, 6.0, "Arm, NCCL's ARM_BW"},
     {"", "", 0, 6.0, "unknown CPU: the lowest of NCCL's figures"}};
 
-constexpr double kDefaultNicGBps = 25.0;
+struct NicGeneration {
+  int min_sm, max_sm;
+  double nic_GBps;
+  std::string_view label;
+};
+constexpr NicGeneration kNicBySm[] = {
+    {70, 79, 12.5, "EDR InfiniBand, 100 Gb/s, as NDv2"},
+    {80, 89, 25.0, "HDR InfiniBand, 200 Gb/s, as NDv4 and DGX-A100"},
+    {90, 99, 50.0, "NDR InfiniBand, 400 Gb/s, as NDv5 and DGX-H100"}};
+constexpr double kUnknownGenerationNicGBps = 25.0;  // HDR InfiniBand, 200 Gb/s
 constexpr double kMbpsPerGBps = 8000.0;
 
 constexpr double kNvlinkAlphaUs = 0.3;
@@ -94,6 +109,11 @@ std::string fmt(double value) {
 }
 
 using support::trim;
+
+// "1 NIC", "2 NICs".
+std::string nics(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " NIC" : " NICs");
+}
 
 // "0001:00:00.0" -> 0x10000000 as NCCL's busIdToInt64, so "00000001:00:00.0" is the same device.
 std::optional<std::uint64_t> parse_busid(std::string_view s) {
@@ -167,6 +187,7 @@ struct HostLink {
   std::size_t a, b;
   LinkSpec spec;
   bool duplex;
+  int nvlinks = 0;  // NVLink and NVSwitch links: how many NVLinks make up `spec`
 };
 struct HostModel {
   std::vector<HostNode> nodes;
@@ -213,15 +234,19 @@ class HostBuilder {
   void add_link(std::size_t a, std::size_t b, const LinkSpec& spec, bool duplex = true) {
     host_.links.push_back(HostLink{a, b, spec, duplex});
   }
-  // An <nvlink> listed twice, or NVLinks to several NVSwitch chips, add up as in NCCL.
-  void add_nvlink(std::size_t a, std::size_t b, const LinkSpec& spec, bool duplex) {
+  // `count` NVLinks of `link_GBps` each. An <nvlink> listed twice, or NVLinks to several
+  // NVSwitch chips, add up as in NCCL (counted, so 9 + 9 links are exactly 18 x the figure).
+  void add_nvlink(std::size_t a, std::size_t b, LinkSpec spec, int count, bool duplex) {
+    const double link_GBps = spec.bw_GBps;
     for (HostLink& link : host_.links) {
       if (link.a == a && link.b == b && link.duplex == duplex && link.spec.kind == spec.kind) {
-        link.spec.bw_GBps += spec.bw_GBps;
+        link.nvlinks += count;
+        link.spec.bw_GBps = link.nvlinks * link_GBps;
         return;
       }
     }
-    add_link(a, b, spec, duplex);
+    spec.bw_GBps = count * link_GBps;
+    host_.links.push_back(HostLink{a, b, spec, duplex, count});
   }
 
   void add_cpu(const XMLElement& cpu) {
@@ -321,16 +346,73 @@ class HostBuilder {
       speed_GBps += xml_.integer(*net, "speed", 0, 1 << 30).value_or(0) / kMbpsPerGBps;
       ethernet = ethernet || xml_.text(*net, "name").value_or("").starts_with("eth");
     }
-    if (!(speed_GBps > 0)) {
-      ++nic_speed_defaults_;
-      speed_GBps = options_.nic_GBps.value_or(kDefaultNicGBps);
-    }
     const std::size_t node = add_node({}, NodeKind::nic);  // named once all NICs are known
     nics_.emplace_back(busid.value_or(UINT64_MAX), node);
     add_link(parent, node, spec);
-    host_.uplinks.emplace_back(node,
-                               ethernet ? LinkSpec{LinkKind::ethernet, speed_GBps, kEthernetAlphaUs}
-                                        : LinkSpec{LinkKind::ib, speed_GBps, kIbAlphaUs});
+    // The speed is settled in set_nic_speeds(), once the GPUs' generation is known; 0 = none.
+    host_.uplinks.emplace_back(node, ethernet ? LinkSpec{LinkKind::ethernet, 0, kEthernetAlphaUs}
+                                              : LinkSpec{LinkKind::ib, 0, kIbAlphaUs});
+    nic_file_GBps_.push_back(speed_GBps);
+  }
+
+  // The default speed of NICs without <net speed>, from the GPUs' generation (<gpu sm>; every
+  // GPU with an sm must be of one kNicBySm row), and the note's words for where it comes from.
+  std::pair<double, std::string> generation_nic_default() const {
+    std::optional<int> sm;
+    bool mixed = false;
+    for (const GpuInfo& gpu : gpus_) {
+      if (!gpu.sm) continue;
+      if (!sm) sm = gpu.sm;
+      mixed = mixed || *sm / 10 != *gpu.sm / 10;
+    }
+    const auto unknown = [](const std::string& why) {
+      return std::pair{kUnknownGenerationNicGBps,
+                       fmt(kUnknownGenerationNicGBps) + " GB/s (HDR InfiniBand, 200 Gb/s): the " +
+                           "GPU generation is unknown, " + why + "; see --nic-GBps"};
+    };
+    if (!sm) return unknown("no <gpu sm> in the file");
+    if (mixed) return unknown("the GPUs' sm are of different generations");
+    for (const NicGeneration& generation : kNicBySm)
+      if (*sm >= generation.min_sm && *sm <= generation.max_sm)
+        return {generation.nic_GBps, fmt(generation.nic_GBps) + " GB/s, the GPU-generation " +
+                                         "default for sm" + std::to_string(*sm) + " (" +
+                                         std::string(generation.label) + "; see --nic-GBps)"};
+    return unknown("no NIC default for sm" + std::to_string(*sm));
+  }
+
+  // Each NIC's speed: --nic-GBps for all, else its <net speed>, else the generation's default;
+  // the notes say which source each NIC took.
+  void set_nic_speeds() {
+    std::vector<double> file_speeds;  // distinct, ascending
+    std::size_t from_file = 0;
+    for (double speed : nic_file_GBps_) {
+      if (!(speed > 0)) continue;
+      ++from_file;
+      if (std::find(file_speeds.begin(), file_speeds.end(), speed) == file_speeds.end())
+        file_speeds.push_back(speed);
+    }
+    std::sort(file_speeds.begin(), file_speeds.end());
+    const std::size_t without = nic_file_GBps_.size() - from_file;
+    if (options_.nic_GBps) {
+      for (auto& uplink : host_.uplinks) uplink.second.bw_GBps = *options_.nic_GBps;
+      if (!nic_file_GBps_.empty())
+        notes_.push_back(nics(nic_file_GBps_.size()) + " taken as " + fmt(*options_.nic_GBps) +
+                         " GB/s (--nic-GBps, for every NIC" +
+                         (from_file > 0 ? "; it overrides the <net speed> of " + nics(from_file)
+                                        : std::string()) +
+                         ")");
+      return;
+    }
+    const auto [default_GBps, default_source] = generation_nic_default();
+    for (std::size_t k = 0; k < host_.uplinks.size(); ++k)
+      host_.uplinks[k].second.bw_GBps = nic_file_GBps_[k] > 0 ? nic_file_GBps_[k] : default_GBps;
+    if (from_file > 0) {
+      std::string speeds;
+      for (double speed : file_speeds) speeds += (speeds.empty() ? "" : ", ") + fmt(speed);
+      notes_.push_back(nics(from_file) + " at the file's <net speed> (" + speeds + " GB/s)");
+    }
+    if (without > 0)
+      notes_.push_back(nics(without) + " without <net speed> taken as " + default_source);
   }
 
   void connect_cpus() {
@@ -372,10 +454,7 @@ class HostBuilder {
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t k = 0; k < nics_.size(); ++k)
       host_.nodes[nics_[k].second].id = "nic" + std::to_string(k);
-    if (nic_speed_defaults_ > 0)
-      notes_.push_back(std::to_string(nic_speed_defaults_) + " NICs without <net speed> taken as " +
-                       fmt(options_.nic_GBps.value_or(kDefaultNicGBps)) + " GB/s" +
-                       (options_.nic_GBps ? "" : " (HDR InfiniBand; see --nic-GBps)"));
+    set_nic_speeds();
   }
 
   std::size_t nvswitch() {
@@ -399,7 +478,7 @@ class HostBuilder {
       guessed_sm = guessed_sm || !gpu.sm;
       const auto count = xml_.integer(*nvlink, "count", 1, 1 << 10);
       if (!count) xml_.fail(*nvlink, "count", "missing (required attribute)");
-      const double bw_GBps = *count * nvlink_GBps(gpu.sm);
+      const double link_GBps = nvlink_GBps(gpu.sm);
       const auto target = xml_.text(*nvlink, "target");
       const std::string_view tclass = xml_.text(*nvlink, "tclass").value_or("");
       const bool to_gpu = tclass.empty()
@@ -413,11 +492,14 @@ class HostBuilder {
         }
         if (peer == index) xml_.fail(*nvlink, "target", "an NVLink from a GPU to itself");
         // Each GPU lists its own side: one direction per element.
-        add_nvlink(gpu.node, gpus_[peer].node, {LinkKind::nvlink, bw_GBps, kNvlinkAlphaUs}, false);
+        add_nvlink(gpu.node, gpus_[peer].node, {LinkKind::nvlink, link_GBps, kNvlinkAlphaUs},
+                   *count, false);
       } else if (tclass == kCpuClass) {
-        add_nvlink(gpu.node, gpu.cpu_node, {LinkKind::nvlink, bw_GBps, kNvlinkAlphaUs}, true);
+        add_nvlink(gpu.node, gpu.cpu_node, {LinkKind::nvlink, link_GBps, kNvlinkAlphaUs}, *count,
+                   true);
       } else {  // NCCL takes every other target class for an NVSwitch, and all chips as one
-        add_nvlink(gpu.node, nvswitch(), {LinkKind::nvswitch, bw_GBps, kNvSwitchAlphaUs}, true);
+        add_nvlink(gpu.node, nvswitch(), {LinkKind::nvswitch, link_GBps, kNvSwitchAlphaUs}, *count,
+                   true);
       }
     }
     if (hidden_peers > 0)
@@ -425,14 +507,15 @@ class HostBuilder {
                        " <nvlink> to GPUs that are not in the file");
     if (guessed_sm)
       notes_.push_back("a <gpu> without sm: its NVLinks count " + fmt(kFallbackNvlinkGBps) +
-                       " GB/s per link");
+                       " GB/s per link (NCCL's SM80_NVLINK_BW, as ncclTopoNVLinkBw)");
   }
 
   void add_nvswitch_option() {
     if (!options_.nvswitch_GBps) {
       notes_.push_back(
           "the file has no <nvlink>: GPUs communicate over PCIe only (VM images "
-          "omit NVLinks; --nvswitch-GBps adds an NVSwitch, e.g. 300 for A100)");
+          "omit NVLinks; --nvswitch-GBps adds an NVSwitch, e.g. 240 for A100 or 370.8 for "
+          "H100, NCCL's per-link figure x the links per GPU)");
       return;
     }
     for (const GpuInfo& gpu : gpus_)
@@ -450,10 +533,11 @@ class HostBuilder {
   std::vector<GpuInfo> gpus_;                                       // in document order
   std::vector<std::pair<std::size_t, const XMLElement*>> nvlinks_;  // gpus_ index, <nvlink>
   std::vector<std::pair<std::uint64_t, std::size_t>> nics_;         // bus id (or max), node
+  std::vector<double> nic_file_GBps_;  // per host_.uplinks entry: <net speed>, 0 if none
   std::map<std::uint64_t, int> busid_lines_;
   std::optional<std::size_t> nvswitch_;
   std::size_t cpu_node_ = 0;
-  int switches_ = 0, pcie_defaults_ = 0, ignored_devices_ = 0, nic_speed_defaults_ = 0;
+  int switches_ = 0, pcie_defaults_ = 0, ignored_devices_ = 0;
 };
 
 // Copies the host `hosts` times with "h<h>." prefixes, and joins every NIC to one switch "net".

@@ -16,10 +16,13 @@ namespace optiflow::topology {
 struct NcclImportOptions {
   /// Replicate the described host this many times (>= 1), all NICs joined by one switch "net".
   int hosts = 1;
-  /// NIC speed in GB/s per direction for NICs without a `<net speed>`; absent = 25 (HDR).
+  /// NIC speed in GB/s per direction for every NIC, also those with a `<net speed>`. Absent =
+  /// each NIC's `<net speed>`, else the default of the GPUs' generation (`<gpu sm>`: 7x 12.5 EDR,
+  /// 8x 25 HDR, 9x 50 NDR; unknown 25). A note says which source was used.
   std::optional<double> nic_GBps;
   /// When the XML has no `<nvlink>`: give each host an NVSwitch with one link of this many GB/s
-  /// per direction per GPU (e.g. 300 for NDv4). Absent = GPUs talk over PCIe only.
+  /// per direction per GPU (e.g. 240 for NDv4, 370.8 for NDv5: NCCL's per-link NVLink figure x
+  /// the links per GPU). Absent = GPUs talk over PCIe only.
   std::optional<double> nvswitch_GBps;
   /// Topology name; empty = the stem of `source`.
   std::string name;
