@@ -24,17 +24,16 @@ using tinyxml2::XMLElement;
 // The figures an NCCL topology file does not carry, in one place. Bandwidths are per direction;
 // docs/nccl-topo-import.md compares them with NCCL's. NCCL sources: src/graph/topo.cc, topo.h,
 // xml.cc (NCCL 2.21.5 to 2.28.9).
-//  - PCIe, line rate: GT/s x lanes x encoding / 8. Encoding 8b/10b to Gen2, 128b/130b Gen3-5, FLIT
-//  242/256
-//    Gen6 (PCIe base specs): Gen4 x16 = 31.5 GB/s. NCCL (kvDictPciGen, width * speed / 80)
-//    counts 75% of the raw rate: Gen4 x16 = 24 GB/s.
+//  - PCIe, line rate: GT/s x lanes x encoding / 8. Encoding 8b/10b to Gen2, 128b/130b Gen3-5,
+//    FLIT 242/256 Gen6 (PCIe base specs): Gen4 x16 = 31.5 GB/s. NCCL (kvDictPciGen, width *
+//    speed / 80) counts 75% of the raw rate: Gen4 x16 = 24 GB/s.
 //  - Empty link_speed or link_width 0 (VMs, e.g. NCv4): the parent <pci>'s figures, else Gen4
 //    x16. (NCCL takes width 16 and, for an unknown speed, Gen3.)
 //  - NVLink per link per direction by <gpu sm>, achievable: NCCL's SM60/70/80/86/90/100_NVLINK_BW
 //    (topo.h) = 18, 20, 20, 12, 20.6, 40.1 GB/s, chosen as ncclTopoNVLinkBw does (sm >= 100,
 //    >= 90, == 86, >= 80, >= 70, >= 60, else the sm80 figure). SM100_NVLINK_BW is 40.1 from
-//    NCCL 2.27.7 (40.0 in 2.25-2.27.6); the others are unchanged since 2.21.5. The line rates are
-//    25 GB/s per link for NVLink2-4, 50 for NVLink5 (NVIDIA architecture whitepapers).
+//    NCCL 2.27.5 (40.0 in 2.25 to 2.27.3); the others are unchanged since 2.21.5. The line
+//    rates are 25 GB/s per link for NVLink2-4, 50 for NVLink5 (NVIDIA architecture whitepapers).
 //  - Between the NUMA nodes of a host: NCCL's constants (topo.h BDW/SKL/SRP/ERP_QPI_BW, AMD_BW,
 //    P9_BW, ARM_BW), chosen by arch, vendor and model as ncclTopoGetInterCpuBw does.
 //  - NICs: <net speed> is in Mb/s (NCCL fills it from the port's reported speed, the line rate).
@@ -42,9 +41,10 @@ using tinyxml2::XMLElement;
 //    (NDv2), sm 80-89 HDR 200 Gb/s = 25 (NDv4, DGX-A100), sm 90-99 NDR 400 Gb/s = 50 GB/s (NDv5,
 //    DGX-H100); no sm, GPUs of different generations, or another sm: 25 (HDR). --nic-GBps
 //    (NcclImportOptions::nic_GBps) overrides every NIC, also those with a <net speed>.
-//  - Latency per hop: NVLink 0.3 us, NVSwitch 0.35 us (TACCL's NDv2 profile, as generators.cpp);
-//    PCIe 0.5, inter-socket 0.5, InfiniBand 1.0, Ethernet (RoCE) 2.0 us are assumptions of the
-//    order of the built-in topologies.
+//  - Latency per hop: NVLink 0.3 us, NVSwitch 0.35 us (TACCL's NDv2 profile); PCIe 0.5,
+//    inter-socket 0.5, InfiniBand 1.0, Ethernet (RoCE) 2.0 us are assumptions of that order.
+//    (The built-in topologies have moved to alpha 0, the cost model's protocol table giving the
+//    per-hop latency; these are kept for now, see docs/nccl-topo-import.md.)
 struct PcieEncoding {
   double min_GTps, efficiency;
 };
