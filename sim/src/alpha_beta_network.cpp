@@ -1,7 +1,7 @@
 // Alpha-beta: every link is a FIFO server (topology::FifoLinks, the model the compiler's
-// scheduler uses too). A transfer waits until every link of its route is free, then keeps
-// each link busy for the time that link needs to serialise its bytes, and arrives after the
-// route's alphas plus bytes / bottleneck bandwidth.
+// scheduler uses too). A transfer keeps each link of its route busy for the time that link
+// needs to serialise its bytes, from when the data reaches it, and arrives after the route's
+// latency plus bytes / data rate.
 #include <queue>
 #include <tuple>
 
@@ -18,9 +18,10 @@ class AlphaBetaNetwork final : public Network {
     started_us.assign(graph.transfers.size(), 0);
   }
 
-  void launch(std::int32_t id, double size, double now) override {
+  void launch(std::int32_t id, double size, const topology::TransferCost& cost,
+              double now) override {
     const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-    const auto booking = links_.book(graph_.route(t), t.cost, size, now);
+    const auto booking = links_.book(graph_.route(t), cost, size, now);
     started_us[static_cast<std::size_t>(id)] = booking.start_us;
     arrivals_.push({booking.arrival_us, sequence_++, id});
   }

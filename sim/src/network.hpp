@@ -18,8 +18,10 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 class Network {
  public:
   virtual ~Network() = default;
-  /// Transfer `id` of `bytes` is ready to move at `now` (never earlier than the last call).
-  virtual void launch(std::int32_t id, double bytes, double now) = 0;
+  /// Transfer `id` of `bytes` of data, costing `cost`, is handed to its connection at `now`
+  /// (never earlier than the last call).
+  virtual void launch(std::int32_t id, double bytes, const topology::TransferCost& cost,
+                      double now) = 0;
   /// When the next transfer arrives; kNever when none is in flight.
   virtual double next_arrival() = 0;
   /// Moves time to `now` and appends the transfers that have arrived by then, in order.

@@ -40,24 +40,49 @@ struct Simulator::Impl {
   SimOptions options;
   double overhead_us;
   StepGraph graph;
+  /// The schedule's protocol per size: (max_bytes, protocol), then the one for larger sizes.
+  std::vector<std::pair<std::uint64_t, topology::Protocol>> protocol_ranges;
+  topology::Protocol protocol = topology::Protocol::simple;
+
+  topology::Protocol protocol_for(std::uint64_t size_bytes) const {
+    if (options.protocol) return *options.protocol;
+    for (const auto& [max_bytes, p] : protocol_ranges)
+      if (size_bytes <= max_bytes) return p;
+    return protocol;
+  }
 };
 
 namespace {
 
-// One simulation at one size: the textbook loop over a time-ordered event queue.
+topology::Protocol known_protocol(const schedule::Schedule& schedule, std::string_view name) {
+  if (auto protocol = topology::protocol_from_string(name)) return *protocol;
+  throw support::InputError(support::SourceLocation{schedule.name, 0, 0, "protocol"},
+                            "unknown protocol '" + std::string(name) + "' (LL|LL128|Simple)");
+}
+
+// One simulation at one size: the textbook loop over a time-ordered event queue. Time starts
+// at the protocol's launch cost; a step starts when its prerequisites have completed; a send
+// completes when a free slot of its connection takes its data, a receive when the data has
+// arrived; the network model decides when that is.
 class Run {
  public:
   Run(const Simulator::Impl& impl, std::uint64_t size_bytes)
       : impl_(impl),
         graph_(impl.graph),
         size_(static_cast<double>(size_bytes)),
+        protocol_(impl.protocol_for(size_bytes)),
+        costs_(impl.options.protocol_costs ? *impl.options.protocol_costs
+                                           : topology::protocol_costs(protocol_)),
         network_(impl.options.model == Model::flow
                      ? make_flow_network(impl.topology, graph_)
                      : make_alpha_beta_network(impl.topology, graph_)),
         pending_(graph_.steps.size()),
         end_(graph_.steps.size(), -1),
-        latest_(graph_.steps.size(), 0),
-        cause_(graph_.steps.size(), -1) {
+        latest_(graph_.steps.size(), costs_.launch_us),
+        cause_(graph_.steps.size(), -1),
+        arrival_(graph_.transfers.size(), 0),
+        received_(static_cast<std::size_t>(graph_.connections), 0),
+        blocked_(static_cast<std::size_t>(graph_.connections), -1) {
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
       pending_[s] = graph_.steps[s].prerequisites;
       if (pending_[s] == 0) ready_.push_back(static_cast<StepIndex>(s));
@@ -65,7 +90,7 @@ class Run {
   }
 
   SimResult execute() {
-    double now = 0;
+    double now = costs_.launch_us;
     std::vector<std::int32_t> arrived;
     while (true) {
       while (!ready_.empty()) {
@@ -78,15 +103,15 @@ class Run {
       if (next == kNever) break;
       now = next;
       while (!delayed_.empty() && std::get<0>(delayed_.top()) <= now) {
-        const auto [time, seq, step, launches] = delayed_.top();
+        const auto [time, seq, step, sends] = delayed_.top();
         delayed_.pop();
-        launches ? launch(step, now) : complete(step, now, -1);
+        sends ? hand_off_or_wait(step, now) : complete(step, now);
       }
       arrived.clear();
       network_->take_arrivals(now, arrived);
       for (std::int32_t id : arrived) {
         const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-        complete(t.send_step, now, -1);
+        arrival_[static_cast<std::size_t>(id)] = now;
         satisfy(t.recv_step, now, t.send_step);
       }
     }
@@ -99,23 +124,44 @@ class Run {
     if (impl_.overhead_us > 0) {
       delayed_.push({now + impl_.overhead_us, sequence_++, s, sends});
     } else if (sends) {
-      launch(s, now);
+      hand_off_or_wait(s, now);
     } else {
-      complete(s, now, -1);
+      complete(s, now);
     }
   }
 
-  void launch(StepIndex s, double now) {
-    const std::int32_t id = graph_.steps[static_cast<std::size_t>(s)].transfer;
-    network_->launch(id, graph_.transfers[static_cast<std::size_t>(id)].fraction * size_, now);
+  // A send takes a slot of its connection: the k-th message needs the (k - slots)-th received.
+  bool has_slot(const SimTransfer& t) const {
+    return t.message - received_[static_cast<std::size_t>(t.connection)] < impl_.options.slots;
   }
 
-  void complete(StepIndex s, double now, StepIndex) {
+  void hand_off_or_wait(StepIndex s, double now) {
+    const std::int32_t id = graph_.steps[static_cast<std::size_t>(s)].transfer;
+    const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
+    if (!has_slot(t)) {
+      blocked_[static_cast<std::size_t>(t.connection)] = s;
+      return;
+    }
+    network_->launch(id, t.fraction * size_, topology::transfer_cost(t.cost, costs_), now);
+    complete(s, now);
+  }
+
+  void complete(StepIndex s, double now) {
     const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
     end_[static_cast<std::size_t>(s)] = now;
+    if (step.in_connection >= 0) free_slot(step.in_connection, now);
     if (step.next_in_tb >= 0) satisfy(step.next_in_tb, now, s);
     for (std::int32_t i = step.dependents_begin; i < step.dependents_end; ++i)
       satisfy(graph_.dependents[static_cast<std::size_t>(i)], now, s);
+  }
+
+  void free_slot(std::int32_t connection, double now) {
+    const auto c = static_cast<std::size_t>(connection);
+    ++received_[c];
+    const StepIndex waiting = blocked_[c];
+    if (waiting < 0) return;
+    blocked_[c] = -1;
+    hand_off_or_wait(waiting, now);
   }
 
   // One prerequisite of `s`, set by `cause`, is met at `now`.
@@ -131,6 +177,7 @@ class Run {
   SimResult result() const {
     SimResult r;
     r.size_bytes = static_cast<std::uint64_t>(size_);
+    r.protocol = protocol_;
     StepIndex last = -1;
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
       if (end_[s] < 0)
@@ -178,7 +225,7 @@ class Run {
           send.step,
           recv.rank,
           network_->started_us[id],
-          end_[static_cast<std::size_t>(t.send_step)],
+          arrival_[id],
           t.fraction * size_,
           {graph_.route_links.begin() + t.route_begin, graph_.route_links.begin() + t.route_end}});
     }
@@ -187,14 +234,19 @@ class Run {
     return records;
   }
 
-  using Delayed = std::tuple<double, std::uint64_t, StepIndex, bool>;  // bool: launches a transfer
+  using Delayed = std::tuple<double, std::uint64_t, StepIndex, bool>;  // bool: it sends
   const Simulator::Impl& impl_;
   const StepGraph& graph_;
   double size_;
+  topology::Protocol protocol_;
+  topology::ProtocolCosts costs_;
   std::unique_ptr<Network> network_;
   std::vector<std::int32_t> pending_;
   std::vector<double> end_, latest_;
   std::vector<StepIndex> cause_, ready_;
+  std::vector<double> arrival_;           // per transfer
+  std::vector<std::int32_t> received_;    // per connection: receives completed
+  std::vector<StepIndex> blocked_;        // per connection: the send waiting for a slot, or -1
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
   std::uint64_t sequence_ = 0;
 };
@@ -203,10 +255,21 @@ class Run {
 
 Simulator::Simulator(const topology::Topology& topology, const schedule::Schedule& schedule,
                      SimOptions options)
-    : impl_(std::make_unique<Impl>(Impl{topology, schedule.collective, schedule.ranks,
-                                        schedule.name, options,
+    : impl_(std::make_unique<Impl>(Impl{topology,
+                                        schedule.collective,
+                                        schedule.ranks,
+                                        schedule.name,
+                                        options,
                                         options.op_overhead_us.value_or(topology.op_overhead_us()),
-                                        build_step_graph(topology, schedule)})) {}
+                                        build_step_graph(topology, schedule),
+                                        {},
+                                        known_protocol(schedule, schedule.protocol)})) {
+  for (const schedule::ProtocolRange& range : schedule.protocol_by_size)
+    impl_->protocol_ranges.emplace_back(range.max_bytes, known_protocol(schedule, range.protocol));
+  if (options.slots < 1)
+    throw support::InputError(support::SourceLocation{schedule.name, 0, 0, "slots"},
+                              "a connection needs at least one slot");
+}
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;

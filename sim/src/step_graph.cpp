@@ -35,6 +35,8 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     step.kind = ir.kind;
     step.prerequisites = (id > block.first ? 1 : 0) + static_cast<std::int32_t>(ir.deps.size()) +
                          (schedule::step_receives(ir.kind) ? 1 : 0);
+    if (schedule::step_receives(ir.kind))
+      step.in_connection = static_cast<std::int32_t>(block.recv_connection);
     if (id + 1 < block.end) step.next_in_tb = static_cast<StepIndex>(id + 1);
     step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
     for (schedule::StepId d : flat.dependents(id))
@@ -58,6 +60,8 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     transfer.send_step = static_cast<StepIndex>(id);
     transfer.recv_step = static_cast<StepIndex>(receive);
     transfer.fraction = static_cast<double>(ir.count) / schedule.chunks;
+    transfer.connection = static_cast<std::int32_t>(flat.block_of(id).send_connection);
+    transfer.message = static_cast<std::int32_t>(flat.message_index(id));
     transfer.cost = topology::route_cost(topology, route);
     transfer.route_begin = static_cast<std::int32_t>(graph.route_links.size());
     graph.route_links.insert(graph.route_links.end(), route.begin(), route.end());
@@ -65,6 +69,7 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     graph.steps[id].transfer = static_cast<std::int32_t>(graph.transfers.size());
     graph.transfers.push_back(transfer);
   }
+  graph.connections = static_cast<std::int32_t>(flat.connections().size());
   return graph;
 }
 

@@ -1,5 +1,5 @@
 // The simulator's view of a schedule, derived from its FlatSchedule: prerequisites counted,
-// each matched send turned into a routed transfer.
+// each matched send turned into a routed transfer on its FIFO connection.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@ struct SimStep {
   std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;  ///< the transfer this step sends, -1 if it sends nothing
+  std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
 };
 
@@ -27,6 +28,8 @@ struct SimTransfer {
   StepIndex send_step = 0;
   StepIndex recv_step = 0;
   double fraction = 0;  ///< bytes = fraction * collective size
+  std::int32_t connection = 0;  ///< the FIFO connection (sender, receiver, channel) it uses
+  std::int32_t message = 0;     ///< its position among the connection's messages
   topology::RouteCost cost;
   std::int32_t route_begin = 0, route_end = 0;  ///< range in StepGraph::route_links
 };
@@ -36,6 +39,7 @@ struct StepGraph {
   std::vector<StepIndex> dependents;  ///< steps listing a step in their deps, grouped by step
   std::vector<SimTransfer> transfers;
   std::vector<topology::LinkId> route_links;
+  std::int32_t connections = 0;
 
   std::span<const topology::LinkId> route(const SimTransfer& t) const {
     return std::span<const topology::LinkId>(route_links)

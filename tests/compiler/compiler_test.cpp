@@ -244,6 +244,36 @@ TEST(Compiler, ChannelsTwoUsesTwoChannels) {
   }
 }
 
+// Without a `protocol` statement the compiler picks one per size from its cost estimate: the
+// low-latency LL for small buffers, the full-bandwidth Simple for large ones; MSCCL XML keeps
+// the choice.
+TEST(Compiler, ChoosesTheProtocolPerSize) {
+  const topology::Topology topo = topology::make_a100(1);
+  const schedule::Schedule schedule =
+      compile_text("ring over all", "ring.ofl", topo, support::Collective::all_gather).schedule;
+  EXPECT_EQ(schedule.protocol_for(1024), "LL");
+  EXPECT_EQ(schedule.protocol_for(std::uint64_t{1} << 30), "Simple");
+  EXPECT_EQ(schedule.protocol, "Simple");
+  ASSERT_FALSE(schedule.protocol_by_size.empty());
+  for (std::size_t i = 1; i < schedule.protocol_by_size.size(); ++i)
+    EXPECT_LT(schedule.protocol_by_size[i - 1].max_bytes, schedule.protocol_by_size[i].max_bytes);
+  EXPECT_TRUE(schedule::parse_msccl_xml(schedule::write_msccl_xml(schedule), "ring.xml") == schedule);
+}
+
+TEST(Compiler, AProtocolStatementForcesOneForEverySize) {
+  const topology::Topology topo = topology::make_a100(1);
+  for (const char* protocol : {"LL", "LL128", "Simple"}) {
+    const schedule::Schedule schedule =
+        compile_text(std::string("protocol ") + protocol + "\nring over all", "forced.ofl", topo,
+                     support::Collective::all_gather)
+            .schedule;
+    EXPECT_EQ(schedule.protocol, protocol);
+    EXPECT_TRUE(schedule.protocol_by_size.empty());
+    EXPECT_NE(schedule::write_msccl_xml(schedule).find(std::string("proto=\"") + protocol + "\""),
+              std::string::npos);
+  }
+}
+
 // ---- Scale ---------------------------------------------------------------------------------
 
 TEST(Compiler, RingOnA100x128CompilesAndVerifies) {

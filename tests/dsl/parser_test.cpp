@@ -285,7 +285,8 @@ class RandomProgram {
     using Kind = Statement::Kind;
     static const std::vector<Kind> kKinds{
         Kind::step, Kind::step,  Kind::step,  Kind::split_even, Kind::split_weighted,
-        Kind::let,  Kind::route, Kind::avoid, Kind::pipeline,   Kind::channels};
+        Kind::let,  Kind::route, Kind::avoid, Kind::pipeline,   Kind::channels,
+        Kind::protocol};
     Statement s;
     s.kind = one_of(kKinds);
     if (depth >= kMaxBlockDepth && (s.kind == Kind::split_even || s.kind == Kind::split_weighted))
@@ -340,6 +341,10 @@ class RandomProgram {
       case Kind::channels:
         s.value = expr(pick(2));
         cover(s.kind == Kind::pipeline ? "statement:pipeline" : "statement:channels");
+        break;
+      case Kind::protocol:
+        s.var = std::vector<std::string>{"LL", "LL128", "Simple"}[static_cast<std::size_t>(pick(3))];
+        cover("statement:protocol");
         break;
     }
     return s;
@@ -486,6 +491,7 @@ TEST(DslParser, RandomProgramsRoundTrip) {
                                  "statement:avoid",
                                  "statement:pipeline",
                                  "statement:channels",
+                                 "statement:protocol",
                                  "ternary",
                                  "tuple",
                                  "range",

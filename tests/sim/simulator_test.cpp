@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <ostream>
 #include <sstream>
@@ -47,6 +48,13 @@ constexpr double kBwGBps = 25.0;
 constexpr double kBytesPerUsPerGBps = 1e3;
 constexpr double kBwBytesPerUs = kBwGBps * kBytesPerUsPerGBps;
 
+// What the Simple protocol adds (NCCL's tuner, core/topology/src/protocol.cpp): a launch cost
+// per collective and a latency per step; the generic link is NVLink-class.
+const topology::ProtocolCosts& kSimple = topology::protocol_costs(topology::Protocol::simple);
+const double kLaunchUs = kSimple.launch_us;
+const double kStepUs = kSimple.step_latency(topology::HopClass::nvlink);
+const double kHopUs = kAlphaUs + kStepUs;
+
 const std::vector<std::uint64_t> kSizes{1024, 12345, (1u << 20) + 3, std::uint64_t{1} << 30};
 
 void expect_close(double actual, double expected, const std::string& what) {
@@ -64,9 +72,19 @@ Schedule compile(const std::string& program, const Topology& topology,
   return compiler::compile_program(program, "test.ofl", topology, options).schedule;
 }
 
+// Every size with the Simple protocol, whose costs the closed forms spell out.
 SimOptions with_model(Model model) {
   SimOptions options;
   options.model = model;
+  options.protocol = topology::Protocol::simple;
+  return options;
+}
+
+// No protocol costs at all: the network model alone.
+SimOptions bare(Model model) {
+  SimOptions options = with_model(model);
+  options.protocol_costs = topology::ProtocolCosts{
+      topology::Protocol::simple, 0, {0, 0, 0}, {1, 1, 1}, std::numeric_limits<double>::infinity()};
   return options;
 }
 
@@ -134,7 +152,8 @@ std::string fingerprint(const SimResult& r) {
 class SimClosedForm : public ::testing::TestWithParam<Model> {};
 
 // Unidirectional ring on ring<N>: N-1 rounds, each moving one chunk of S/N over one link that
-// nothing else uses: (N-1) * (a + (S/N)/B).
+// nothing else uses, after the launch cost L, each step paying the protocol's latency l:
+// L + (N-1) * (a + l + (S/N)/B).
 TEST_P(SimClosedForm, RingAllGatherOnRing) {
   for (int n = 2; n <= 16; ++n) {
     const Topology topo = builtin("ring" + std::to_string(n));
@@ -146,7 +165,7 @@ TEST_P(SimClosedForm, RingAllGatherOnRing) {
     const Simulator sim(topo, schedule, with_model(GetParam()));
     for (std::uint64_t size : kSizes) {
       const double expected =
-          (n - 1) * (kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs);
+          kLaunchUs + (n - 1) * (kHopUs + (static_cast<double>(size) / n) / kBwBytesPerUs);
       expect_close(sim.run(size).time_us, expected,
                    "ring" + std::to_string(n) + " at " + std::to_string(size));
     }
@@ -154,7 +173,7 @@ TEST_P(SimClosedForm, RingAllGatherOnRing) {
 }
 
 // Direct exchange on fullmesh<N>: every rank sends its S/N to each of the N-1 others at time 0,
-// each on its own link, so no transfer waits for another: a + (S/N)/B.
+// each on its own link, so no transfer waits for another: L + a + l + (S/N)/B.
 TEST_P(SimClosedForm, DirectExchangeOnFullMesh) {
   for (int n = 2; n <= 16; ++n) {
     const Topology topo = builtin("fullmesh" + std::to_string(n));
@@ -162,7 +181,8 @@ TEST_P(SimClosedForm, DirectExchangeOnFullMesh) {
     ASSERT_EQ(sends_in(schedule), static_cast<std::size_t>(n * (n - 1)));
     const Simulator sim(topo, schedule, with_model(GetParam()));
     for (std::uint64_t size : kSizes) {
-      const double expected = kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
+      const double expected =
+          kLaunchUs + kHopUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
       expect_close(sim.run(size).time_us, expected,
                    "fullmesh" + std::to_string(n) + " at " + std::to_string(size));
     }
@@ -171,7 +191,8 @@ TEST_P(SimClosedForm, DirectExchangeOnFullMesh) {
 
 // Recursive doubling on fullmesh<2^k>. The compiler coalesces what a rank has gathered before
 // round i (2^i chunks, contiguous in rank order) into one message, so every rank has k sends
-// of 1, 2, ..., 2^(k-1) chunks and k receives (2kN steps), and round i takes a + 2^i (S/N)/B.
+// of 1, 2, ..., 2^(k-1) chunks and k receives (2kN steps), and round i takes
+// a + l + 2^i (S/N)/B, after the launch cost L.
 TEST_P(SimClosedForm, RecursiveDoublingOnFullMesh) {
   for (int k = 1; k <= 4; ++k) {
     const int n = 1 << k;
@@ -188,9 +209,9 @@ TEST_P(SimClosedForm, RecursiveDoublingOnFullMesh) {
     }
     const Simulator sim(topo, schedule, with_model(GetParam()));
     for (std::uint64_t size : kSizes) {
-      double expected = 0;
+      double expected = kLaunchUs;
       for (int i = 0; i < k; ++i)
-        expected += kAlphaUs + (1 << i) * (static_cast<double>(size) / n) / kBwBytesPerUs;
+        expected += kHopUs + (1 << i) * (static_cast<double>(size) / n) / kBwBytesPerUs;
       expect_close(sim.run(size).time_us, expected,
                    "rd on fullmesh" + std::to_string(n) + " at " + std::to_string(size));
     }
@@ -199,7 +220,7 @@ TEST_P(SimClosedForm, RecursiveDoublingOnFullMesh) {
 
 // A k-ary heap-shaped broadcast of the whole buffer (one chunk) on fullmesh<N>: rank x receives
 // from (x-1)/k in one block, and one block per child sends after that receive. Every hop has
-// its own link, so each level costs a + S/B.
+// its own link, so each level costs a + l + S/B, after the launch cost L.
 Schedule kary_broadcast(int ranks, int arity) {
   Schedule schedule = empty_schedule("kary-broadcast", Collective::broadcast, ranks, 1);
   for (int x = 0; x < ranks; ++x) {
@@ -228,7 +249,7 @@ TEST_P(SimClosedForm, KaryTreeBroadcastOnFullMesh) {
       const Simulator sim(topo, kary_broadcast(n, arity), with_model(GetParam()));
       for (std::uint64_t size : kSizes) {
         const double expected =
-            heap_depth(n, arity) * (kAlphaUs + static_cast<double>(size) / kBwBytesPerUs);
+            kLaunchUs + heap_depth(n, arity) * (kHopUs + static_cast<double>(size) / kBwBytesPerUs);
         expect_close(sim.run(size).time_us, expected,
                      std::to_string(arity) + "-ary broadcast on fullmesh" + std::to_string(n));
       }
@@ -236,9 +257,9 @@ TEST_P(SimClosedForm, KaryTreeBroadcastOnFullMesh) {
   }
 }
 
-// A chain broadcast with recv-copy-send: rank x receives from x-1 and forwards in the same step.
-// The step completes when its forwarded data arrives, which is what the next rank waits for
-// anyway: (N-1) * (a + S/B).
+// A chain broadcast with recv-copy-send: rank x receives from x-1 and forwards in the same step,
+// which completes when its connection takes the data; the next rank waits for it to arrive:
+// L + (N-1) * (a + l + S/B).
 TEST_P(SimClosedForm, ChainBroadcastWithRecvCopySend) {
   for (int n : {2, 3, 8, 16}) {
     const Topology topo = builtin("fullmesh" + std::to_string(n));
@@ -253,16 +274,16 @@ TEST_P(SimClosedForm, ChainBroadcastWithRecvCopySend) {
     const Simulator sim(topo, schedule, with_model(GetParam()));
     for (std::uint64_t size : kSizes)
       expect_close(sim.run(size).time_us,
-                   (n - 1) * (kAlphaUs + static_cast<double>(size) / kBwBytesPerUs),
+                   kLaunchUs + (n - 1) * (kHopUs + static_cast<double>(size) / kBwBytesPerUs),
                    "chain on fullmesh" + std::to_string(n));
   }
 }
 
 // The per-step overhead o: a step pays o after its prerequisites are met (simulator.cpp, start:
-// a sending step launches its transfer after o, any other step completes after o). A ring hop
-// is a send (o, then a + S/N/B until the data arrives) and the matching receive, which starts on
-// arrival and completes o later; the next send waits for that receive:
-// (N-1) * (a + S/N/B + 2o). The direct exchange is one such hop: a + S/N/B + 2o.
+// a sending step hands its data over after o, any other step completes after o). A ring hop
+// is a send (o, then a + l + S/N/B until the data arrives) and the matching receive, which
+// starts on arrival and completes o later; the next send waits for that receive:
+// L + (N-1) * (a + l + S/N/B + 2o). The direct exchange is one such hop.
 TEST_P(SimClosedForm, PerStepOverhead) {
   for (double overhead_us : {0.5, 3.25}) {
     for (int n : {2, 5, 8, 16}) {
@@ -278,11 +299,12 @@ TEST_P(SimClosedForm, PerStepOverhead) {
       const Simulator direct(mesh, compile("direct over all", mesh), options);
       for (std::uint64_t size : kSizes) {
         const double hop =
-            kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs + 2 * overhead_us;
-        expect_close(sim.run(size).time_us, (n - 1) * hop, "ring" + std::to_string(n));
-        expect_close(from_topology.run(size).time_us, (n - 1) * hop,
+            kHopUs + (static_cast<double>(size) / n) / kBwBytesPerUs + 2 * overhead_us;
+        expect_close(sim.run(size).time_us, kLaunchUs + (n - 1) * hop, "ring" + std::to_string(n));
+        expect_close(from_topology.run(size).time_us, kLaunchUs + (n - 1) * hop,
                      "ring" + std::to_string(n) + ", topology's o");
-        expect_close(direct.run(size).time_us, hop, "direct on fullmesh" + std::to_string(n));
+        expect_close(direct.run(size).time_us, kLaunchUs + hop,
+                     "direct on fullmesh" + std::to_string(n));
       }
     }
   }
@@ -295,56 +317,48 @@ INSTANTIATE_TEST_SUITE_P(Models, SimClosedForm, ::testing::Values(Model::alpha_b
 
 // Ring on a100x16 (128 GPUs): each of the 16 host boundaries is one hop h.gpu7 -> h+1.gpu0
 // over PCIe, NIC, rail leaf, spine, leaf, NIC, PCIe, at most 25 GB/s (the NIC); every other hop
-// is a faster NVSwitch hop. The ring runs at the pace of its slowest hop: (N-1) * (a_route +
-// (S/N)/25 GB/s). The 16 boundary transfers of a round all cross the same two leaf-spine links
-// of 16 * 25 = 400 GB/s, which the flow model shares exactly.
-double a100x16_ring_expected_us(const Topology& topo, const Schedule& schedule,
-                                std::uint64_t size) {
-  const int n = topo.rank_count();
-  const auto& boundary = schedule.programs[7].tbs;
-  const auto sender = std::find_if(boundary.begin(), boundary.end(),
-                                   [](const ThreadBlock& tb) { return tb.send_peer == 8; });
-  double alpha_us = 0, bw_GBps = 1e300;
-  for (topology::LinkId l : sender->steps.front().route) {
-    alpha_us += topo.link(l).alpha_us;
-    bw_GBps = std::min(bw_GBps, topo.link(l).bw_GBps);
+// is a faster NVSwitch hop. Sends complete when their connection takes the data, so chunks
+// move on without waiting for each other: with no data, the time is the launch cost plus the
+// longest chunk's way around the ring: 127 hops, all but the one into its source, so for a
+// source inside a host 111 NVSwitch hops and all 16 boundary hops. With data, each
+// boundary link carries N-1 chunks of S/N one after another at 25 GB/s, and the chunks' way
+// around adds at most that latency.
+struct RingOnA100x16 {
+  Topology topo = builtin("a100x16");
+  Schedule schedule = compile("ring over all", topo);
+
+  double latency_us() const {
+    const auto& tbs = schedule.programs[7].tbs;
+    const auto boundary = std::find_if(tbs.begin(), tbs.end(),
+                                       [](const ThreadBlock& tb) { return tb.send_peer == 8; });
+    double route_alpha_us = 0;
+    for (topology::LinkId l : boundary->steps.front().route)
+      route_alpha_us += topo.link(l).alpha_us;
+    return kLaunchUs + 111 * kSimple.step_latency(topology::HopClass::nvlink) +
+           16 * (route_alpha_us + kSimple.step_latency(topology::HopClass::net));
   }
-  EXPECT_EQ(bw_GBps, 25.0);
-  return (n - 1) * (alpha_us + (static_cast<double>(size) / n) / (bw_GBps * kBytesPerUsPerGBps));
+  static double boundary_link_us(std::uint64_t size) {
+    return 127 * (static_cast<double>(size) / 128) / (25.0 * kBytesPerUsPerGBps);
+  }
+};
+
+TEST(SimRing, OnA100x16TakesOneChunksWayAroundWithNoData) {
+  const RingOnA100x16 ring;
+  for (Model model : {Model::alpha_beta, Model::flow})
+    expect_close(Simulator(ring.topo, ring.schedule, with_model(model)).run(0).time_us,
+                 ring.latency_us(), std::string(to_string(model)));
 }
 
-TEST(SimFlow, RingOnA100x16RunsAtItsSlowestHop) {
-  const Topology topo = builtin("a100x16");
-  const Schedule schedule = compile("ring over all", topo);
-  const Simulator sim(topo, schedule, with_model(Model::flow));
-  for (std::uint64_t size : kSizes)
-    expect_close(sim.run(size).time_us, a100x16_ring_expected_us(topo, schedule, size),
-                 "at " + std::to_string(size));
-}
-
-// The alpha-beta model on the same ring: each link is a FIFO server busy for the time it needs
-// to serialise a transfer's bytes. A round's 16 boundary transfers start together and queue on
-// the 400 GB/s leaf-spine links, each for (S/N)/400 GB/s; 16 of those fill exactly the time a
-// NIC needs for one, so the queue staggers the hosts once and never again:
-// (N-1) * (a_route + (S/N)/25 GB/s) + 15 * (S/N)/400 GB/s. (Holding every link of the route for
-// the whole transfer instead serialises the boundary hops: 689954 us instead of 43437 us at
-// 1 GiB, 16x, one factor per host.)
-TEST(SimAlphaBeta, RingOnA100x16QueuesOnlyForTheFatLinksSerialisation) {
-  const Topology topo = builtin("a100x16");
-  const Schedule schedule = compile("ring over all", topo);
-  const auto& tbs = schedule.programs[7].tbs;
-  const auto boundary =
-      std::find_if(tbs.begin(), tbs.end(), [](const ThreadBlock& tb) { return tb.send_peer == 8; });
-  double uplink_GBps = 0;
-  for (topology::LinkId l : boundary->steps.front().route)
-    uplink_GBps = std::max(uplink_GBps, topo.link(l).bw_GBps);
-  ASSERT_EQ(uplink_GBps, 16 * 25.0);
-  const Simulator sim(topo, schedule);
-  for (std::uint64_t size : kSizes) {
-    const double queued_us =
-        15 * (static_cast<double>(size) / 128) / (uplink_GBps * kBytesPerUsPerGBps);
-    expect_close(sim.run(size).time_us, a100x16_ring_expected_us(topo, schedule, size) + queued_us,
-                 "at " + std::to_string(size));
+TEST(SimRing, OnA100x16RunsAtTheBoundaryLinksPace) {
+  const RingOnA100x16 ring;
+  for (Model model : {Model::alpha_beta, Model::flow}) {
+    const Simulator sim(ring.topo, ring.schedule, with_model(model));
+    for (std::uint64_t size : kSizes) {
+      const double time_us = sim.run(size).time_us;
+      EXPECT_GE(time_us, kLaunchUs + RingOnA100x16::boundary_link_us(size)) << size;
+      EXPECT_LE(time_us, ring.latency_us() + RingOnA100x16::boundary_link_us(size) * (1 + 1e-9))
+          << size;
+    }
   }
 }
 
@@ -396,7 +410,7 @@ std::vector<double> ends_by_sender(const SimResult& result, int senders) {
 }
 
 SimOptions flow_with_timeline() {
-  SimOptions options = with_model(Model::flow);
+  SimOptions options = bare(Model::flow);
   options.record_timeline = true;
   return options;
 }
@@ -461,7 +475,7 @@ TEST(SimAlphaBeta, TwoTransfersOnOneLinkAreSerialised) {
   const Topology topo = star({link_of(100), link_of(100)}, link_of(100));
   const std::uint64_t size = 1'000'000;
   const double alone_us = size / (100 * kBytesPerUsPerGBps);
-  SimOptions options;
+  SimOptions options = bare(Model::alpha_beta);
   options.record_timeline = true;
   const SimResult result = Simulator(topo, transfers(3, 1, {{0, 2}, {1, 2}}), options).run(size);
   auto ends = ends_by_sender(result, 2);
@@ -469,6 +483,40 @@ TEST(SimAlphaBeta, TwoTransfersOnOneLinkAreSerialised) {
   expect_close(ends[0], alone_us, "first");
   expect_close(ends[1], 2 * alone_us, "second");
   expect_close(result.time_us, 2 * alone_us, "collective");
+}
+
+// --- Connections: FIFOs with a bounded number of steps in flight. ---
+
+// Rank 0 sends ten one-chunk messages to rank 1 on one connection; rank 1 takes the first only
+// after a ten-chunk message from rank 2 has arrived (at 1 + 400 us on fullmesh3's 25 GB/s
+// links, chunks of 1 MB). The sends queue on link 0 -> 1, the k-th starting at 40k us, except
+// that with 8 slots the ninth must wait for a slot: until the first receive completes.
+double ninth_send_starts_us(int slots) {
+  const Topology topo = builtin("fullmesh3");
+  Schedule schedule = empty_schedule("slots", Collective::all_gather, 3, 20);
+  std::vector<Step> sends, receives;
+  for (int k = 0; k < 10; ++k) {
+    sends.push_back(make_step(StepKind::send, k, 1));
+    receives.push_back(make_step(StepKind::recv, k, 1, k == 0 ? std::vector<StepRef>{{0, 0}}
+                                                               : std::vector<StepRef>{}));
+  }
+  schedule.programs[0].tbs.push_back(block(1, -1, 0, sends));
+  schedule.programs[1].tbs.push_back(block(-1, 2, 0, {make_step(StepKind::recv, 10, 10)}));
+  schedule.programs[1].tbs.push_back(block(-1, 0, 0, receives));
+  schedule.programs[2].tbs.push_back(block(1, -1, 0, {make_step(StepKind::send, 10, 10)}));
+  SimOptions options = bare(Model::alpha_beta);
+  options.slots = slots;
+  options.record_timeline = true;
+  const SimResult result = Simulator(topo, schedule, options).run(20'000'000);
+  for (const auto& t : result.timeline)
+    if (t.rank == 0 && t.step == 8) return t.start_us;
+  ADD_FAILURE() << "no ninth send";
+  return -1;
+}
+
+TEST(SimConnections, ASendWaitsForAFreeSlot) {
+  expect_close(ninth_send_starts_us(8), 1 + 400, "8 slots");
+  expect_close(ninth_send_starts_us(16), 8 * 40, "16 slots");
 }
 
 // --- Files, sweeps, batches, records. ---
@@ -486,7 +534,7 @@ TEST(SimMscclXml, RingFileSimulatesToTheRingFormula) {
     const Simulator sim(topo, schedule, with_model(model));
     for (std::uint64_t size : kSizes)
       expect_close(sim.run(size).time_us,
-                   7 * (kAlphaUs + (static_cast<double>(size) / 8) / kBwBytesPerUs),
+                   kLaunchUs + 7 * (kHopUs + (static_cast<double>(size) / 8) / kBwBytesPerUs),
                    "ring8 XML at " + std::to_string(size));
   }
 }
@@ -560,9 +608,9 @@ TEST(SimBatch, ParallelEqualsSerial) {
 }
 
 // The ring's critical path: the event loop ends it at the first step (lowest index) to finish
-// last, rank 0's final send, and follows each step's latest prerequisite back: send, receive,
-// send, ..., one send and one receive per hop except the last hop's receive, 2(N-1) - 1 steps,
-// each starting exactly when the previous one ended.
+// last, a final receive, and follows each step's latest prerequisite back: send, receive,
+// send, ..., one send and one receive per hop, 2(N-1) steps,
+// each starting exactly when the previous one ended, the first at the launch cost.
 TEST(SimTimeline, RingCriticalPathTimelineAndLinkUsage) {
   for (int n : {2, 3, 8, 12}) {
     const Topology topo = builtin("ring" + std::to_string(n));
@@ -572,11 +620,11 @@ TEST(SimTimeline, RingCriticalPathTimelineAndLinkUsage) {
       options.record_timeline = true;
       const std::uint64_t size = std::uint64_t{1} << 24;
       const SimResult result = Simulator(topo, schedule, options).run(size);
-      const double hop_us = kAlphaUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
+      const double hop_us = kHopUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
 
       const auto& path = result.critical_path;
-      ASSERT_EQ(path.size(), static_cast<std::size_t>(2 * (n - 1) - 1)) << "ring" << n;
-      EXPECT_EQ(path.front().start_us, 0);
+      ASSERT_EQ(path.size(), static_cast<std::size_t>(2 * (n - 1))) << "ring" << n;
+      EXPECT_EQ(path.front().start_us, kLaunchUs);
       EXPECT_EQ(path.back().end_us, result.time_us);
       for (std::size_t i = 0; i < path.size(); ++i) {
         EXPECT_EQ(path[i].kind, i % 2 == 0 ? StepKind::send : StepKind::recv) << i;

@@ -117,7 +117,7 @@ TEST(LowerBound, DegradedNicRaisesTheBound) {
 TEST(LowerBound, Dgx1IsLimitedByOneGpusSixNvlinks) {
   const auto bound = LowerBound::compute(make_dgx1(), support::Collective::all_gather);
   EXPECT_EQ(bound.phases().front().cut.gpus_inside, 7);
-  EXPECT_DOUBLE_EQ(bound.phases().front().cut.out_bw_GBps, 150);
+  EXPECT_DOUBLE_EQ(bound.phases().front().cut.out_bw_GBps, 6 * 20.0);  // NCCL's SM70 NVLink
 }
 
 TEST(LowerBound, AllReduceIsReduceScatterPlusAllGather) {
@@ -125,7 +125,10 @@ TEST(LowerBound, AllReduceIsReduceScatterPlusAllGather) {
   const auto ag = LowerBound::compute(topo, support::Collective::all_gather).at(kGiB);
   const auto rs = LowerBound::compute(topo, support::Collective::reduce_scatter).at(kGiB);
   const auto ar = LowerBound::compute(topo, support::Collective::all_reduce).at(kGiB);
-  EXPECT_NEAR(ar.time_us, ag.time_us + rs.time_us, 1e-9 * ar.time_us);
+  // One collective, one launch cost.
+  EXPECT_NEAR(ar.time_us,
+              ag.time_us + rs.time_us - protocol_costs(Protocol::simple).launch_us,
+              1e-9 * ar.time_us);
   EXPECT_NEAR(ar.busbw_GBps, ar.algbw_GBps * 2 * 31 / 32, 1e-9);
 }
 
@@ -145,15 +148,30 @@ TEST(LowerBound, ReduceScatterUsesTheReversedLinks) {
 
 TEST(LowerBound, LatencyBoundIsTheWorstLowestLatencyPath) {
   EXPECT_DOUBLE_EQ(latency_bound_us(make_ring(8)), 4.0);  // 4 hops of 1 us
-  // a100x4, across nodes and rails: one NVSwitch detour (2 x 0.35) beats the spine (2 x 0.5),
-  // then PCIe, NIC to leaf, leaf to NIC, PCIe.
-  EXPECT_NEAR(latency_bound_us(make_a100(4)), 0.7 + 0.5 + 1 + 1 + 0.5, 1e-12);
+  // a100x4: only the leaf-spine hop has an alpha (the protocol's step latency stands for the
+  // rest), and across nodes and rails an NVSwitch detour to the right rail avoids the spine.
+  EXPECT_DOUBLE_EQ(latency_bound_us(make_a100(4)), 0.0);
 }
 
-TEST(LowerBound, SmallSizesAreLatencyBound) {
+// With no data, the bound is the cheapest protocol's launch cost, the worst pair's alphas and
+// one step latency: on ring8, LL's 6.6 + 4 * 1 + 0.6 us.
+TEST(LowerBound, SmallSizesAreLatencyBoundUnderTheCheapestProtocol) {
   const auto bound = LowerBound::compute(make_ring(8), support::Collective::all_gather);
-  EXPECT_DOUBLE_EQ(bound.at(8).time_us, 4.0);
+  const ProtocolCosts& ll = protocol_costs(Protocol::ll);
+  EXPECT_DOUBLE_EQ(bound.at(8).time_us, ll.launch_us + 4.0 + ll.step_latency(HopClass::nvlink));
+  EXPECT_EQ(bound.at(8).protocol, Protocol::ll);
   EXPECT_GT(bound.at(kGiB).time_us, bound.at(kGiB).bandwidth_us);
+}
+
+// At large sizes, Simple's full data share wins: launch + alpha + step + S/N * 7 / out_bw.
+TEST(LowerBound, LargeSizesAreBandwidthBoundUnderSimple) {
+  const auto bound = LowerBound::compute(make_ring(8), support::Collective::all_gather);
+  const ProtocolCosts& simple = protocol_costs(Protocol::simple);
+  const auto at = bound.at(kGiB);
+  EXPECT_EQ(at.protocol, Protocol::simple);
+  EXPECT_NEAR(at.time_us,
+              simple.launch_us + 1.0 + simple.step_latency(HopClass::nvlink) + at.bandwidth_us,
+              1e-9 * at.time_us);
 }
 
 TEST(LowerBound, DisconnectedGpusAreAnError) {

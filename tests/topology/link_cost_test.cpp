@@ -19,12 +19,43 @@ Topology two_hops() {
   return t;
 }
 
+// The route's own cost, without a protocol's latency or data share.
+TransferCost bare(const RouteCost& route) {
+  return {route.alpha_us, route.bottleneck_GBps, 1.0};
+}
+
 TEST(LinkCost, RouteCostSumsAlphasAndTakesTheSlowestLink) {
   const Topology t = two_hops();
   const std::vector<LinkId> route{0, 1};
   const RouteCost cost = route_cost(t, route);
   EXPECT_DOUBLE_EQ(cost.alpha_us, 3.0);
   EXPECT_DOUBLE_EQ(cost.bottleneck_GBps, 10.0);
+  EXPECT_EQ(cost.hop, HopClass::net);  // the second link is InfiniBand
+}
+
+TEST(LinkCost, AProtocolAddsItsStepLatencyAndScalesTheRate) {
+  const Topology t = two_hops();
+  const std::vector<LinkId> route{0, 1}, nvlink{0};
+  const ProtocolCosts& ll = protocol_costs(Protocol::ll);
+  const TransferCost over_net = transfer_cost(route_cost(t, route), ll);
+  EXPECT_DOUBLE_EQ(over_net.latency_us, 3.0 + ll.step_latency(HopClass::net));
+  EXPECT_DOUBLE_EQ(over_net.rate_GBps, 10.0 * ll.share(HopClass::net));
+  EXPECT_DOUBLE_EQ(over_net.wire_per_byte, 1.0 / ll.share(HopClass::net));
+  const TransferCost simple = transfer_cost(route_cost(t, nvlink), protocol_costs(Protocol::simple));
+  EXPECT_DOUBLE_EQ(simple.latency_us, 1.0 + protocol_costs(Protocol::simple).step_latency(HopClass::nvlink));
+  EXPECT_DOUBLE_EQ(simple.rate_GBps, 100.0);
+}
+
+TEST(LinkCost, DataReachesALaterLinkOnlyWhenThatLinkIsFree) {
+  const Topology t = two_hops();
+  FifoLinks links(t);
+  const std::vector<LinkId> route{0, 1}, second_hop{1};
+  // The slow link is busy until 10 us; the fast one is free.
+  links.book(second_hop, bare(route_cost(t, second_hop)), 1e5, 0);
+  const auto through = links.book(route, bare(route_cost(t, route)), 1e5, 0);
+  EXPECT_DOUBLE_EQ(through.start_us, 0);  // it starts on the free first link at once
+  EXPECT_DOUBLE_EQ(through.arrival_us, 10.0 + 3.0 + 10.0);
+  EXPECT_DOUBLE_EQ(links.busy_us()[0], 1.0);
 }
 
 TEST(LinkCost, EachLinkIsBusyForItsOwnSerialisationOnly) {
@@ -32,11 +63,11 @@ TEST(LinkCost, EachLinkIsBusyForItsOwnSerialisationOnly) {
   FifoLinks links(t);
   const std::vector<LinkId> route{0, 1}, first_hop{0};
   // 1e5 bytes: 1 us on the 100 GB/s link, 10 us on the 10 GB/s one.
-  const auto whole = links.book(route, route_cost(t, route), 1e5, 0);
+  const auto whole = links.book(route, bare(route_cost(t, route)), 1e5, 0);
   EXPECT_DOUBLE_EQ(whole.start_us, 0);
   EXPECT_DOUBLE_EQ(whole.arrival_us, 3.0 + 10.0);
   // The fast link is free after 1 us, although the transfer is still on the slow one.
-  const auto next = links.book(first_hop, route_cost(t, first_hop), 1e5, 0);
+  const auto next = links.book(first_hop, bare(route_cost(t, first_hop)), 1e5, 0);
   EXPECT_DOUBLE_EQ(next.start_us, 1.0);
   EXPECT_DOUBLE_EQ(next.arrival_us, 1.0 + 1.0 + 1.0);
   EXPECT_DOUBLE_EQ(links.busy_us()[0], 2.0);
@@ -48,7 +79,7 @@ TEST(LinkCost, ALinkServesTransfersInTheOrderBooked) {
   const Topology t = two_hops();
   FifoLinks links(t);
   const std::vector<LinkId> slow{1};
-  const RouteCost cost = route_cost(t, slow);
+  const TransferCost cost = bare(route_cost(t, slow));
   EXPECT_DOUBLE_EQ(links.book(slow, cost, 1e4, 0).arrival_us, 2.0 + 1.0);
   // Ready at 0.5 us but queued behind the first: starts when the link frees at 1 us.
   const auto second = links.book(slow, cost, 1e4, 0.5);

@@ -207,6 +207,11 @@ class Evaluator {
       case dsl::Statement::Kind::pipeline:
       case dsl::Statement::Kind::channels:
         return setting(s, scope, top_level);
+      case dsl::Statement::Kind::protocol:
+        if (!top_level)
+          fail(s.pos, "'protocol' applies to the whole program: put it at the top level");
+        plan_.protocol = topology::protocol_from_string(s.var);
+        return;
       case dsl::Statement::Kind::split_even:
         return split_even(s, active, scope);
       case dsl::Statement::Kind::split_weighted:

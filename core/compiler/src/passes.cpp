@@ -437,21 +437,32 @@ struct Job {
   std::uint32_t waiting;
 };
 
-std::vector<topology::RouteCost> route_costs(const Plan& plan, const topology::Topology& topology) {
-  std::vector<topology::RouteCost> costs;
+std::vector<topology::TransferCost> route_costs(const Plan& plan,
+                                                const topology::Topology& topology,
+                                                topology::Protocol protocol) {
+  std::vector<topology::TransferCost> costs;
   costs.reserve(plan.routes.size());
-  for (const auto& route : plan.routes) costs.push_back(topology::route_cost(topology, route));
+  for (const auto& route : plan.routes)
+    costs.push_back(topology::transfer_cost(topology::route_cost(topology, route),
+                                            topology::protocol_costs(protocol)));
   return costs;
 }
 
 }  // namespace
 
-void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
+namespace {
+
+// List scheduling on the simulator's alpha-beta links, at one size: ready transfers in order
+// of (ready time, stage, round, index) take their links as FIFO servers. Returns each
+// transfer's (start, finish).
+std::vector<std::pair<double, double>> list_schedule(const Plan& plan,
+                                                     const topology::Topology& topology,
+                                                     topology::Protocol protocol,
+                                                     double size_bytes) {
   const std::size_t n = plan.transfers.size();
   const IndexLists users = dependents(plan);
-  const std::vector<topology::RouteCost> costs = route_costs(plan, topology);
-  const double chunk_bytes =
-      static_cast<double>(reference_size_bytes) / static_cast<double>(plan.chunks);
+  const std::vector<topology::TransferCost> costs = route_costs(plan, topology, protocol);
+  const double chunk_bytes = size_bytes / static_cast<double>(plan.chunks);
   std::vector<Job> jobs(n);
   using Entry = std::tuple<double, std::int32_t, std::int32_t, Index>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
@@ -488,8 +499,57 @@ void order(Plan& plan, const topology::Topology& topology, std::uint64_t referen
       if (--user.waiting == 0) ready.push({user.ready_at, user.stage, user.round, u});
     }
   }
-  for (std::size_t t = 0; t < n; ++t)
+  return times;
+}
+
+// The estimated time of the whole collective: the protocol's launch cost, then the last
+// arrival.
+double estimated_us(const Plan& plan, const topology::Topology& topology,
+                    topology::Protocol protocol, double size_bytes) {
+  double last = 0;
+  for (const auto& [start, finish] : list_schedule(plan, topology, protocol, size_bytes))
+    last = std::max(last, finish);
+  return topology::protocol_costs(protocol).launch_us + last;
+}
+
+}  // namespace
+
+void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
+  const auto times = list_schedule(plan, topology,
+                                   plan.protocol.value_or(topology::Protocol::simple),
+                                   static_cast<double>(reference_size_bytes));
+  for (std::size_t t = 0; t < plan.transfers.size(); ++t)
     std::tie(plan.transfers[t].start_us, plan.transfers[t].finish_us) = times[t];
+}
+
+ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topology) {
+  if (plan.protocol) return {*plan.protocol, {}};
+  // Time is close to affine in size for a fixed schedule (NCCL's tuner makes the same
+  // assumption): latency at no data, plus a slope measured at 1 GiB.
+  constexpr double kSlopeAt = double(std::uint64_t{1} << 30);
+  std::array<std::pair<double, double>, topology::kProtocols.size()> lines{};  // latency, slope
+  for (std::size_t p = 0; p < lines.size(); ++p) {
+    const double latency = estimated_us(plan, topology, topology::kProtocols[p], 0);
+    const double big = estimated_us(plan, topology, topology::kProtocols[p], kSlopeAt);
+    lines[p] = {latency, (big - latency) / kSlopeAt};
+  }
+  auto best_at = [&](double size) {
+    std::size_t best = 0;
+    for (std::size_t p = 1; p < lines.size(); ++p)
+      if (lines[p].first + lines[p].second * size <
+          lines[best].first + lines[best].second * size)
+        best = p;
+    return topology::kProtocols[best];
+  };
+  // Powers of two up to 2^40: the sizes collectives are measured at.
+  ProtocolChoice choice{best_at(1), {}};
+  for (int k = 1; k <= 40; ++k) {
+    const std::uint64_t size = std::uint64_t{1} << k;
+    const topology::Protocol here = best_at(static_cast<double>(size));
+    if (here != choice.protocol) choice.ranges.push_back({size >> 1, choice.protocol});
+    choice.protocol = here;
+  }
+  return choice;
 }
 
 void assign_channels(Plan& plan) {

@@ -1,6 +1,7 @@
 // Recursive-descent parser for the DSL; the grammar is the EBNF in docs/dsl.md.
 #include "optiflow/dsl/parser.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -23,9 +24,12 @@ constexpr std::array<std::pair<Pattern, std::string_view>, 11> kPatternNames{{
     {Pattern::bfs, "bfs"},
 }};
 
-constexpr std::array<std::string_view, 17> kKeywords{
-    "let",  "split", "as",    "weight",  "route", "via",   "avoid", "pipeline", "channels",
-    "over", "by",    "where", "reverse", "all",   "hosts", "rails", "under"};
+constexpr std::array<std::string_view, 18> kKeywords{
+    "let",   "split", "as",    "weight", "route",   "via",   "avoid", "pipeline", "channels",
+    "protocol", "over", "by", "where", "reverse", "all", "hosts", "rails", "under"};
+
+// NCCL's protocols, spelt as NCCL and MSCCL XML spell them.
+constexpr std::array<std::string_view, 3> kProtocolNames{"LL", "LL128", "Simple"};
 
 bool is_keyword(std::string_view word) {
   for (auto k : kKeywords)
@@ -142,7 +146,7 @@ class Parser {
     if (peek().kind != Tok::ident)
       fail(
           "expected a statement (a pattern such as 'ring over all', or let, split, route, avoid, "
-          "pipeline, channels), found " +
+          "pipeline, channels, protocol), found " +
           describe(peek()));
     const std::string word = peek().text;
     if (word == "let") return let_statement(s);
@@ -152,10 +156,21 @@ class Parser {
       s.value = expr();
       return s;
     }
+    if (word == "protocol") return protocol_statement(s);
     if (word == "split") return split_statement(s);
     if (word == "route") return route_statement(s);
     if (word == "avoid") return avoid_statement(s);
     return step_statement(s);
+  }
+
+  Statement protocol_statement(Statement s) {
+    take();
+    s.kind = Statement::Kind::protocol;
+    if (peek().kind != Tok::ident ||
+        std::ranges::find(kProtocolNames, peek().text) == kProtocolNames.end())
+      fail("expected a protocol after 'protocol' (LL, LL128 or Simple), found " + describe(peek()));
+    s.var = take().text;
+    return s;
   }
 
   Statement let_statement(Statement s) {

@@ -149,6 +149,9 @@ void print_statement(const Statement& s, int indent, std::string& out) {
     case Statement::Kind::channels:
       out += "channels " + print_expr(s.value);
       break;
+    case Statement::Kind::protocol:
+      out += "protocol " + s.var;
+      break;
     case Statement::Kind::split_even:
       out += "split " + print_expr(s.value) + " as " + s.var + " {\n";
       print_block(s.body, indent + 1, out);

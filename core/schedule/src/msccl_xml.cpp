@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parse_support.hpp"
@@ -409,6 +410,27 @@ RankProgram read_gpu(XmlReader& xml, const XMLElement& e, const Schedule& schedu
   return program;
 }
 
+// "LL:131072 LL128:1048576": protocol and largest size of each range, ascending.
+std::vector<ProtocolRange> read_protocol_ranges(const XmlReader& xml, const XMLElement& algo,
+                                                std::string_view text) {
+  std::vector<ProtocolRange> ranges;
+  std::istringstream words{std::string(text)};
+  for (std::string word; words >> word;) {
+    const std::size_t colon = std::min(word.find(':'), word.size());
+    ProtocolRange range{0, word.substr(0, colon)};
+    const char* end = word.data() + word.size();
+    const bool number =
+        colon < word.size() &&
+        std::from_chars(word.data() + colon + 1, end, range.max_bytes).ptr == end;
+    if (!number || !is_msccl_protocol(range.protocol) || range.max_bytes == 0 ||
+        (!ranges.empty() && range.max_bytes <= ranges.back().max_bytes))
+      xml.fail(algo, "protocol_by_size",
+               "'" + word + "' is not PROTOCOL:MAX_BYTES (Simple|LL|LL128, sizes ascending)");
+    ranges.push_back(std::move(range));
+  }
+  return ranges;
+}
+
 Schedule read_algo(const XmlReader& xml, const XMLElement& algo) {
   Schedule schedule;
   const char* name = algo.Attribute("name");
@@ -424,6 +446,8 @@ Schedule read_algo(const XmlReader& xml, const XMLElement& algo) {
   schedule.inplace = xml.integer(algo, "inplace", 0, 1) == 1;
   if (const char* topology = algo.Attribute("topology"))
     schedule.topology = support::valid_utf8(topology);
+  if (const char* ranges = algo.Attribute("protocol_by_size"))
+    schedule.protocol_by_size = read_protocol_ranges(xml, algo, ranges);
   return schedule;
 }
 
@@ -470,8 +494,15 @@ std::string write_msccl_xml(const Schedule& schedule, const MscclExportOptions& 
   if (options.max_bytes > 0)
     out += attr("minBytes", std::to_string(options.min_bytes)) +
            attr("maxBytes", std::to_string(options.max_bytes));
-  // OptiFlow's own attribute, which MSCCL ignores: the topology the routes refer to.
+  // OptiFlow's own attributes, which MSCCL ignores: the topology the routes refer to, and the
+  // protocol the compiler chose for smaller sizes (MSCCL runs one protocol per file: `proto`).
   if (!schedule.topology.empty()) out += attr("topology", escape(schedule.topology));
+  if (!schedule.protocol_by_size.empty()) {
+    std::string ranges;
+    for (const ProtocolRange& range : schedule.protocol_by_size)
+      ranges += (ranges.empty() ? "" : " ") + range.protocol + ":" + std::to_string(range.max_bytes);
+    out += attr("protocol_by_size", escape(ranges));
+  }
   out += ">\n";
   for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank)
     GpuWriter(schedule.programs[rank]).write(out, rank);

@@ -71,6 +71,12 @@ bool step_reduces(StepKind kind) {
   return info(kind).reduces;
 }
 
+std::string_view Schedule::protocol_for(std::uint64_t size_bytes) const {
+  for (const ProtocolRange& range : protocol_by_size)
+    if (size_bytes <= range.max_bytes) return range.protocol;
+  return protocol;
+}
+
 std::size_t Schedule::step_count() const {
   std::size_t count = 0;
   for (const RankProgram& program : programs)

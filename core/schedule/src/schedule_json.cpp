@@ -123,9 +123,13 @@ void write_schedule(JsonOut& out, const Schedule& schedule) {
       {"ranks", schedule.ranks},        {"chunks", schedule.chunks},
       {"protocol", schedule.protocol},  {"inplace", schedule.inplace},
       {"topology", schedule.topology}};
+  ordered_json ranges = ordered_json::array();
+  for (const ProtocolRange& range : schedule.protocol_by_size)
+    ranges.push_back(ordered_json{{"max_bytes", range.max_bytes}, {"protocol", range.protocol}});
   out << "{\n";
   for (const auto& [key, value] : head.items())
     out.indent(1) << dump(json(key)) << ": " << dump(value) << ",\n";
+  if (!ranges.empty()) out.indent(1) << "\"protocol_by_size\": " << dump(ranges) << ",\n";
   out.indent(1) << "\"programs\": [";
   for (std::size_t rank = 0; rank < schedule.programs.size(); ++rank) {
     out << (rank ? ",\n" : "\n");
@@ -237,6 +241,23 @@ std::string write_schedule_json(const Schedule& schedule) {
   return text;
 }
 
+void read_protocol_ranges(const support::FieldReader& top, Schedule& schedule) {
+  if (!top.has("protocol_by_size")) return;
+  const json& ranges = top.array("protocol_by_size");
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const support::FieldReader range(ranges[i], item("protocol_by_size", i), top.source());
+    ProtocolRange entry{static_cast<std::uint64_t>(range.integer(
+                            "max_bytes", 1, std::numeric_limits<std::int64_t>::max())),
+                        range.string("protocol")};
+    if (!is_msccl_protocol(entry.protocol))
+      range.fail(range.field("protocol"), "unknown protocol '" + entry.protocol + "' (Simple|LL|LL128)");
+    if (!schedule.protocol_by_size.empty() &&
+        entry.max_bytes <= schedule.protocol_by_size.back().max_bytes)
+      range.fail(range.field("max_bytes"), "must be larger than the previous range's");
+    schedule.protocol_by_size.push_back(std::move(entry));
+  }
+}
+
 std::string schedule_hash(const Schedule& schedule) {
   support::ContentHasher hasher;
   JsonOut out(&hasher);
@@ -257,6 +278,7 @@ Schedule parse_schedule_json(std::string_view text, const std::string& source) {
   schedule.protocol = top.string_or("protocol", schedule.protocol);
   if (!is_msccl_protocol(schedule.protocol))
     top.fail("protocol", "unknown protocol '" + schedule.protocol + "' (Simple|LL|LL128)");
+  read_protocol_ranges(top, schedule);
   schedule.inplace = top.boolean("inplace");
   schedule.topology = top.string_or("topology", "");
   const json& programs = top.array("programs");

@@ -206,9 +206,12 @@ double PhaseBound::bandwidth_us(std::uint64_t size_bytes) const {
   return bytes_out / (cut.out_bw_GBps * 1e3);  // GB/s = 1e3 bytes per microsecond
 }
 
-double PhaseBound::time_us(std::uint64_t size_bytes) const {
+double PhaseBound::time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const {
   if (ranks < 2) return 0;
-  return std::max(latency_us, cut.min_alpha_us + bandwidth_us(size_bytes));
+  const double step_us = std::ranges::min(protocol.step_latency_us);
+  const double share = std::ranges::max(protocol.data_share);
+  return std::max(latency_us + step_us,
+                  cut.min_alpha_us + step_us + bandwidth_us(size_bytes) / share);
 }
 
 LowerBound LowerBound::compute(const Topology& topology, support::Collective collective) {
@@ -241,11 +244,20 @@ LowerBound LowerBound::compute(const Topology& topology, support::Collective col
 BoundAtSize LowerBound::at(std::uint64_t size_bytes) const {
   BoundAtSize result;
   result.size_bytes = size_bytes;
-  for (const PhaseBound& p : phases_) {
-    result.time_us += p.time_us(size_bytes);
-    result.bandwidth_us += p.bandwidth_us(size_bytes);
-    result.latency_us += p.latency_us;
+  if (ranks_ < 2) return result;
+  result.time_us = std::numeric_limits<double>::infinity();
+  for (Protocol protocol : kProtocols) {
+    const ProtocolCosts& costs = protocol_costs(protocol);
+    double time_us = costs.launch_us;
+    for (const PhaseBound& p : phases_) time_us += p.time_us(size_bytes, costs);
+    if (time_us >= result.time_us) continue;
+    result.time_us = time_us;
+    result.protocol = protocol;
+    result.latency_us = costs.launch_us;
+    for (const PhaseBound& p : phases_)
+      result.latency_us += p.latency_us + std::ranges::min(costs.step_latency_us);
   }
+  for (const PhaseBound& p : phases_) result.bandwidth_us += p.bandwidth_us(size_bytes);
   if (result.time_us > 0) {
     result.algbw_GBps = support::GBps_of(static_cast<double>(size_bytes), result.time_us);
     result.busbw_GBps = result.algbw_GBps * support::busbw_factor(collective_, ranks_);

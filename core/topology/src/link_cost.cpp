@@ -12,7 +12,14 @@ RouteCost route_cost(const Topology& topology, std::span<const LinkId> route) {
     cost.alpha_us += topology.link(l).alpha_us;
     cost.bottleneck_GBps = std::min(cost.bottleneck_GBps, topology.link(l).bw_GBps);
   }
+  cost.hop = hop_class(topology, route);
   return cost;
+}
+
+TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol) {
+  const double share = protocol.share(route.hop);
+  return {route.alpha_us + protocol.step_latency(route.hop),
+          std::min(route.bottleneck_GBps * share, protocol.connection_cap_GBps), 1.0 / share};
 }
 
 FifoLinks::FifoLinks(const Topology& topology)
@@ -23,17 +30,21 @@ FifoLinks::FifoLinks(const Topology& topology)
   for (LinkId l = 0; l < topology.link_count(); ++l) bw_GBps_[l] = topology.link(l).bw_GBps;
 }
 
-FifoLinks::Booking FifoLinks::book(std::span<const LinkId> route, const RouteCost& cost,
+FifoLinks::Booking FifoLinks::book(std::span<const LinkId> route, const TransferCost& cost,
                                    double bytes, double ready_us) {
-  double start = ready_us;
-  for (LinkId l : route) start = std::max(start, free_at_[l]);
-  for (LinkId l : route) {
-    const double serialise = support::transfer_us(bytes, bw_GBps_[l]);
-    free_at_[l] = start + serialise;
+  const double wire = bytes * cost.wire_per_byte;
+  double reached = ready_us;  // when the data starts on the current link
+  double first = ready_us;
+  for (std::size_t i = 0; i < route.size(); ++i) {
+    const LinkId l = route[i];
+    reached = std::max(reached, free_at_[l]);
+    if (i == 0) first = reached;
+    const double serialise = support::transfer_us(wire, bw_GBps_[l]);
+    free_at_[l] = reached + serialise;
     busy_us_[l] += serialise;
-    bytes_[l] += bytes;
+    bytes_[l] += wire;
   }
-  return {start, start + cost.alpha_us + support::transfer_us(bytes, cost.bottleneck_GBps)};
+  return {first, reached + cost.latency_us + support::transfer_us(bytes, cost.rate_GBps)};
 }
 
 }  // namespace optiflow::topology

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "optiflow/schedule/schedule.hpp"
+#include "optiflow/topology/protocol.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::sim {
@@ -18,15 +19,27 @@ namespace optiflow::sim {
 using topology::LinkId;
 
 enum class Model {
-  alpha_beta,  ///< each link a FIFO server; a transfer holds its whole route
+  alpha_beta,  ///< each link a FIFO server that serialises its own bytes
   flow,        ///< concurrent transfers share each link's bandwidth max-min fairly
 };
 std::string_view to_string(Model model);
 std::optional<Model> model_from_string(std::string_view name);
 
+/// NCCL_STEPS: the steps a connection holds in flight.
+inline constexpr int kNcclSlots = 8;
+
 struct SimOptions {
   Model model = Model::alpha_beta;
-  /// Cost of starting any step (kernel launch, protocol). Absent: the topology's
+  /// Run every size with this protocol. Absent: the schedule's choice for the size
+  /// (Schedule::protocol_for).
+  std::optional<topology::Protocol> protocol;
+  /// Replaces the protocol table's row for every size: what-if studies, and tests of the
+  /// network model alone (a row of zero latencies and full data shares).
+  std::optional<topology::ProtocolCosts> protocol_costs;
+  /// Steps a FIFO connection holds in flight: a send waits for a free slot, which its
+  /// receiver frees when its receive completes.
+  int slots = kNcclSlots;
+  /// Extra cost of starting any step, beyond the protocol's. Absent: the topology's
   /// op_overhead_us.
   std::optional<double> op_overhead_us;
   bool record_timeline = false;
@@ -38,7 +51,7 @@ struct TransferRecord {
   std::int32_t tb = 0;
   std::int32_t step = 0;
   std::int32_t peer = 0;  ///< receiver
-  double start_us = 0;    ///< data starts to move
+  double start_us = 0;    ///< data starts to move on its first link
   double end_us = 0;      ///< data has arrived
   double bytes = 0;
   std::vector<LinkId> route;
@@ -61,6 +74,7 @@ struct LinkUsage {
 
 struct SimResult {
   std::uint64_t size_bytes = 0;
+  topology::Protocol protocol = topology::Protocol::simple;  ///< the protocol it ran with
   double time_us = 0;
   double algbw_GBps = 0;
   double busbw_GBps = 0;
@@ -71,7 +85,7 @@ struct SimResult {
 
 /// A schedule prepared for simulation on one topology: matched sends and receives, routes
 /// (the schedule's, or the cheapest path), dependencies flattened. Build once, run at every
-/// size. Run is const and thread-safe. The schedule must have passed verify_schedule. The
+/// size. Throws InputError when the schedule names a protocol this model does not know. Run is const and thread-safe. The schedule must have passed verify_schedule. The
 /// topology is referenced, not copied: it must outlive the Simulator.
 class Simulator {
  public:

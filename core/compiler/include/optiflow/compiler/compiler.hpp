@@ -2,7 +2,7 @@
 //
 // Passes, each doing one thing, with a check of the plan after each (docs/compiler.md):
 //   expand (dsl::evaluate) -> pipeline -> mirror (Reduce-Scatter / All-Reduce) -> chunks ->
-//   coalesce -> route -> order -> channels -> emit -> verify_schedule.
+//   coalesce -> route -> order -> channels -> protocols -> emit -> verify_schedule.
 #pragma once
 
 #include <cstdint>

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "optiflow/compiler/limits.hpp"
 #include "optiflow/support/rational.hpp"
+#include "optiflow/topology/protocol.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::compiler {
@@ -97,6 +99,8 @@ struct Plan {
   std::int32_t ranks = 0;
   std::int32_t pipeline = 1;        ///< the program's `pipeline` depth
   std::int32_t channels = 1;        ///< the program's `channels`
+  /// The program's `protocol`, when it forces one; otherwise the compiler chooses per size.
+  std::optional<topology::Protocol> protocol;
   std::int64_t chunks = 0;          ///< set by assign_chunks
   std::vector<Transfer> transfers;  ///< every dependency points to a lower index
   /// deps[t]: the transfers whose data transfers[t]'s sender must hold (All-Gather: the one

@@ -63,7 +63,9 @@ struct Branch {
 };
 
 struct Statement {
-  enum class Kind { step, split_even, split_weighted, let, route, avoid, pipeline, channels };
+  enum class Kind {
+    step, split_even, split_weighted, let, route, avoid, pipeline, channels, protocol
+  };
   Kind kind = Kind::step;
   SourcePos pos;
 
@@ -74,7 +76,7 @@ struct Statement {
   bool reverse = false;
 
   // split_even: `split PARTS as VAR { body }`; let: `let VAR = value`;
-  // pipeline/channels: `pipeline VALUE`
+  // pipeline/channels: `pipeline VALUE`; protocol: `protocol NAME` (var holds the name)
   Expr value;
   std::string var;
   Block body;

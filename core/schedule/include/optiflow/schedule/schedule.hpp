@@ -92,6 +92,13 @@ struct RankProgram {
   bool operator==(const RankProgram&) const = default;
 };
 
+/// Up to `max_bytes` (the collective's size), run with `protocol`.
+struct ProtocolRange {
+  std::uint64_t max_bytes = 0;
+  std::string protocol;
+  bool operator==(const ProtocolRange&) const = default;
+};
+
 struct Schedule {
   std::string name;
   support::Collective collective = support::Collective::all_gather;
@@ -99,6 +106,9 @@ struct Schedule {
   /// Chunks per loop: a chunk is S / chunks bytes. (MSCCL nchunksperloop.)
   std::int32_t chunks = 0;
   std::string protocol = "Simple";  ///< MSCCL proto: Simple, LL or LL128
+  /// The protocol per size, as the compiler chose it: ranges by ascending max_bytes; sizes
+  /// above the last range (or all sizes, when there is none) run with `protocol`.
+  std::vector<ProtocolRange> protocol_by_size;
   /// In-place: rank r's own data starts in its output buffer at its own slice (All-Gather:
   /// chunks [r*chunks/N, (r+1)*chunks/N)), as MSCCL's inplace="1".
   bool inplace = true;
@@ -108,6 +118,8 @@ struct Schedule {
   bool operator==(const Schedule&) const = default;
 
   std::size_t step_count() const;
+  /// The protocol this schedule runs with at `size_bytes`.
+  std::string_view protocol_for(std::uint64_t size_bytes) const;
 };
 
 }  // namespace optiflow::schedule

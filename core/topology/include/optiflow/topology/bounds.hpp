@@ -1,10 +1,14 @@
-// Lower bounds on collective time: a max-flow bandwidth bound and a latency bound.
+// Lower bounds on collective time: a max-flow bandwidth bound and a latency bound, under the
+// cost model's protocols (protocol.hpp): whichever protocol a schedule runs with, it pays that
+// protocol's launch cost, at least one step latency, and moves data at most at its share of
+// the links' bandwidth, so the bound is the lowest over protocols.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "optiflow/support/collective.hpp"
+#include "optiflow/topology/protocol.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::topology {
@@ -23,20 +27,22 @@ struct BottleneckCut {
 struct PhaseBound {
   BottleneckCut cut;
   int ranks = 0;
-  double latency_us = 0;  ///< max over GPU pairs of the lowest-latency path between them
+  double latency_us = 0;  ///< max over GPU pairs of the lowest-alpha path between them
 
   /// Bandwidth term: (S/N) * gpus_inside / out_bw.
   double bandwidth_us(std::uint64_t size_bytes) const;
-  /// max(latency_us, min_alpha_us + bandwidth_us(S)): both are lower bounds.
-  double time_us(std::uint64_t size_bytes) const;
+  /// Under `protocol`, whose cheapest step latency l and data share f every transfer pays:
+  /// max(latency_us + l, min_alpha_us + l + bandwidth_us(S) / f); both are lower bounds.
+  double time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const;
 };
 
 /// The bound at one buffer size, with the algbw/busbw it caps (nccl-tests conventions).
 struct BoundAtSize {
   std::uint64_t size_bytes = 0;
   double time_us = 0;
-  double bandwidth_us = 0;  ///< the bandwidth terms alone
-  double latency_us = 0;    ///< the latency terms alone
+  double bandwidth_us = 0;  ///< the bandwidth terms alone (at the full link bandwidth)
+  double latency_us = 0;    ///< the latency terms alone, with the launch cost
+  Protocol protocol = Protocol::simple;  ///< the protocol the bound is lowest with
   double algbw_GBps = 0;
   double busbw_GBps = 0;
 };

@@ -1,14 +1,17 @@
 // The alpha-beta cost of moving bytes over links (DESIGN.md, "The cost model"), in one place
-// for the compiler's scheduler and the simulator: n bytes over a route cost the sum of its
-// links' alphas plus n / the slowest link's bandwidth, and each link is a FIFO server that is
-// busy for its own serialisation time only (n / its bandwidth), so a fast link on a slow path
-// is free again before the transfer arrives.
+// for the compiler's scheduler and the simulator. n bytes over a route cost the sum of its
+// links' alphas, plus the protocol's step latency for the route's class, plus n / the data
+// rate: the slowest link's bandwidth times the protocol's data share, capped by its
+// per-connection limit. Each link is a FIFO server that serialises only its own bytes: data
+// reaches link k no earlier than it started on link k-1, and keeps link k busy for
+// (wire bytes / its bandwidth) from then, so a transfer never holds a link it is not using.
 #pragma once
 
 #include <limits>
 #include <span>
 #include <vector>
 
+#include "optiflow/topology/protocol.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::topology {
@@ -16,8 +19,17 @@ namespace optiflow::topology {
 struct RouteCost {
   double alpha_us = 0;
   double bottleneck_GBps = std::numeric_limits<double>::infinity();
+  HopClass hop = HopClass::nvlink;
 };
 RouteCost route_cost(const Topology& topology, std::span<const LinkId> route);
+
+/// A route under one protocol.
+struct TransferCost {
+  double latency_us = 0;  ///< from hand-off to the arrival of a step with no data
+  double rate_GBps = std::numeric_limits<double>::infinity();  ///< data rate, links to itself
+  double wire_per_byte = 1;  ///< bytes each link carries per data byte (1 / data share)
+};
+TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol);
 
 /// Links as FIFO servers, with what each has carried.
 class FifoLinks {
@@ -25,13 +37,14 @@ class FifoLinks {
   explicit FifoLinks(const Topology& topology);
 
   struct Booking {
-    double start_us = 0;    ///< when the data starts to move (every link of the route is free)
+    double start_us = 0;    ///< when the data starts to move on its first link
     double arrival_us = 0;  ///< when its last byte has arrived
   };
-  /// Books `bytes` ready at `ready_us` on `route` (whose cost is `cost`).
-  Booking book(std::span<const LinkId> route, const RouteCost& cost, double bytes, double ready_us);
+  /// Books `bytes` of data, ready at `ready_us`, on `route` (whose cost is `cost`).
+  Booking book(std::span<const LinkId> route, const TransferCost& cost, double bytes,
+               double ready_us);
 
-  /// Per link: time with data on it, and bytes carried.
+  /// Per link: time with data on it, and bytes carried (wire bytes, protocol overhead included).
   const std::vector<double>& busy_us() const { return busy_us_; }
   const std::vector<double>& bytes() const { return bytes_; }
 
