@@ -9,6 +9,7 @@ void add_topo_commands(CLI::App& app);
 void add_bound_command(CLI::App& app);
 void add_compile_commands(CLI::App& app);
 void add_sim_command(CLI::App& app);
+void add_baseline_command(CLI::App& app);
 void add_explore_command(CLI::App& app);
 void add_history_command(CLI::App& app);
 

@@ -67,18 +67,23 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
       "explore %s on %s: %lld candidates (%lld compiled and verified) in %.1f s; run %lld in %s\n",
       collective.c_str(), r.topology.c_str(), static_cast<long long>(r.candidates),
       static_cast<long long>(r.compiled), r.seconds, static_cast<long long>(r.run_id), db.c_str());
-  std::cout << strprintf("\n%8s %11s %8s %8s %10s  %s\n", "size", "busbw GB/s", "x bound",
-                         "vs ring", "flow GB/s", "best program");
-  for (const auto& w : r.winners)
-    std::cout << strprintf(
-        "%8s %11.2f %8.3f %7.2fx %10.2f  #%lld %s\n", support::format_size(w.size_bytes).c_str(),
-        w.busbw_GBps, w.time_us / w.bound_us,
-        w.baseline_time_us > 0 ? w.baseline_time_us / w.time_us : 0.0, w.flow_busbw_GBps,
-        static_cast<long long>(w.program_id), short_program(w.program_source).c_str());
-  std::cout << "\nx bound: time / lower bound (1 = the network's limit); vs ring: speed-up over "
-               "the NCCL-style\n"
-               "ring ("
-            << short_program(r.baseline) << "); flow: the winner in the flow model.\n";
+  std::cout << strprintf("\n%8s %11s %8s %8s %12s %10s  %s\n", "size", "busbw GB/s", "x bound",
+                         "vs nccl", "nccl runs", "flow GB/s", "best program");
+  for (const auto& w : r.winners) {
+    const std::string versus =
+        w.nccl_time_us > 0 ? strprintf("%7.2fx", w.nccl_time_us / w.time_us) : "      -";
+    std::cout << strprintf("%8s %11.2f %8.3f %8s %12s %10.2f  #%lld %s\n",
+                           support::format_size(w.size_bytes).c_str(), w.busbw_GBps,
+                           w.time_us / w.bound_us, versus.c_str(),
+                           w.nccl_choice.empty() ? "-" : w.nccl_choice.c_str(), w.flow_busbw_GBps,
+                           static_cast<long long>(w.program_id),
+                           short_program(w.program_source).c_str());
+  }
+  std::cout << "\nx bound: time / lower bound (1 = the network's limit); vs nccl: speed-up over "
+               "what NCCL's tuner\n"
+               "picks at that size (nccl runs: its algorithm/protocol), simulated in the same "
+               "cost model;\nflow: the winner in the flow model.\n";
+  if (!r.nccl_missing.empty()) std::cout << "no NCCL column: " << r.nccl_missing << "\n";
   if (!r.winners.empty())
     std::cout
         << "schedules: "

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   optiflow::cli::add_bound_command(app);
   optiflow::cli::add_compile_commands(app);
   optiflow::cli::add_sim_command(app);
+  optiflow::cli::add_baseline_command(app);
   optiflow::cli::add_explore_command(app);
   optiflow::cli::add_history_command(app);
   try {

@@ -46,12 +46,13 @@ void print_table(const topology::Topology& topo, const schedule::Schedule& s, co
   std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n", s.name.c_str(),
                          topo.name().c_str(), args.model.c_str(), s.ranks, s.chunks,
                          s.step_count());
-  std::cout << strprintf("%10s %14s %12s %12s %9s\n", "size", "time_us", "algbw GB/s", "busbw GB/s",
-                         "x bound");
+  std::cout << strprintf("%10s %7s %14s %12s %12s %9s\n", "size", "proto", "time_us",
+                         "algbw GB/s", "busbw GB/s", "x bound");
   for (const auto& r : results)
-    std::cout << strprintf("%10s %14.3f %12.3f %12.3f %9.3f\n",
-                           support::format_size(r.size_bytes).c_str(), r.time_us, r.algbw_GBps,
-                           r.busbw_GBps, r.time_us / bound.at(r.size_bytes).time_us);
+    std::cout << strprintf("%10s %7s %14.3f %12.3f %12.3f %9.3f\n",
+                           support::format_size(r.size_bytes).c_str(),
+                           std::string(topology::to_string(r.protocol)).c_str(), r.time_us,
+                           r.algbw_GBps, r.busbw_GBps, r.time_us / bound.at(r.size_bytes).time_us);
   const auto& last = results.back();
   std::vector<sim::LinkUsage> busiest = last.links;
   std::stable_sort(busiest.begin(), busiest.end(),
@@ -98,6 +99,7 @@ void run_sim(const SimArgs& args) {
                     {"time_us", r.time_us},
                     {"algbw_GBps", r.algbw_GBps},
                     {"busbw_GBps", r.busbw_GBps},
+                    {"protocol", topology::to_string(r.protocol)},
                     {"bound_us", bound.at(r.size_bytes).time_us},
                     {"bound_ratio", r.time_us / bound.at(r.size_bytes).time_us}});
   const nlohmann::json doc{{"topology", topo.name()},

@@ -11,10 +11,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
 
 #include "evaluator.hpp"
+#include "optiflow/baselines/baseline.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
@@ -52,6 +55,13 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: independent seeds per propo
 std::string hostname() {
   char name[256] = {};
   return gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+}
+
+// The NCCL baseline's row for a size (its rows are by ascending size, without repeats).
+std::size_t nccl_row(const baselines::BaselineRun& nccl, std::uint64_t size_bytes) {
+  for (std::size_t i = 0; i < nccl.rows.size(); ++i)
+    if (nccl.rows[i].size_bytes == size_bytes) return i;
+  throw std::logic_error("the NCCL baseline has no row for a size explore ran");
 }
 
 std::string baseline_program(const topology::Topology& topo) {
@@ -321,12 +331,12 @@ class Exploration {
     result.topology = topology_->name();
     result.candidates = seq;
     result.compiled = compiled_;
-    result.baseline = baseline_program(*topology_);
-    const Compiled baseline =
-        compile_candidate(parse_candidate(result.baseline), *topology_, options_.collective);
-    Simulated baseline_times;
-    if (baseline.ok)
-      baseline_times = simulate_candidate(baseline.schedule, *topology_, options_.sizes);
+    std::optional<baselines::BaselineRun> nccl;
+    try {
+      nccl = baselines::run_baseline("nccl", *topology_, options_.collective, options_.sizes);
+    } catch (const support::InputError& e) {
+      result.nccl_missing = e.what();
+    }
     std::filesystem::create_directories(options_.out_dir);
     for (std::size_t s = 0; s < options_.sizes.size(); ++s) {
       if (best_[s].time_us == 0) continue;
@@ -337,7 +347,11 @@ class Exploration {
       w.time_us = best_[s].time_us;
       w.busbw_GBps = best_[s].busbw_GBps;
       w.bound_us = bound_us_[s];
-      if (baseline.ok) w.baseline_time_us = baseline_times.time_us[s];
+      if (nccl) {
+        const baselines::BaselineRow& row = nccl->rows[nccl_row(*nccl, w.size_bytes)];
+        w.nccl_time_us = row.sim.time_us;
+        w.nccl_choice = row.algorithm + "/" + std::string(topology::to_string(row.protocol));
+      }
       const schedule::Schedule& winner = *best_[s].schedule;
       const std::string stem = options_.out_dir + "/" +
                                std::string(support::to_string(options_.collective)) + "-" +

@@ -98,6 +98,40 @@ TEST_F(Cli, BoundJsonMatchesTheLibrary) {
   EXPECT_DOUBLE_EQ(last["busbw_GBps"].get<double>(), expected.busbw_GBps);
 }
 
+// `baseline nccl --json`: the simulation JSON with NCCL's choice per size; the schedule it
+// writes simulates to the same times through `sim`.
+TEST_F(Cli, BaselineNcclJsonNamesItsChoicesAndItsScheduleSimulatesTheSame) {
+  const fs::path schedule = dir_ / "nccl.json";
+  const Result r =
+      run("baseline nccl --topo a100x2 --sizes 1K:1G --json -o '" + schedule.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["topology"], "a100x2");
+  EXPECT_EQ(doc["collective"], "allgather");
+  ASSERT_EQ(doc["results"].size(), 21u);
+  EXPECT_EQ(doc["results"].front()["protocol"], "LL");
+  EXPECT_EQ(doc["results"].back()["protocol"], "Simple");
+  for (const auto& row : doc["results"]) {
+    EXPECT_EQ(row["algorithm"], "ring");
+    EXPECT_EQ(row["channels"], 16);
+    EXPECT_GE(row["bound_ratio"].get<double>(), 1.0);
+  }
+  const Result sim = run("sim '" + schedule.string() + "' --topo a100x2 --sizes 1K:1G --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const auto simulated = nlohmann::json::parse(sim.out);
+  for (std::size_t i = 0; i < 21; ++i) {
+    EXPECT_DOUBLE_EQ(simulated["results"][i]["time_us"].get<double>(),
+                     doc["results"][i]["time_us"].get<double>());
+    EXPECT_EQ(simulated["results"][i]["protocol"], doc["results"][i]["protocol"]);
+  }
+}
+
+TEST_F(Cli, BaselineRejectsWhatItDoesNotBuild) {
+  const Result unknown = run("baseline taccl-ish --topo a100x1");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("unknown baseline 'taccl-ish'"), std::string::npos) << unknown.err;
+}
+
 TEST_F(Cli, BoundTextHasOneRowPerSize) {
   const Result r = run("bound --topo dgx1 --collective allreduce --sizes 1M,64M,1G");
   ASSERT_EQ(r.exit_code, 0) << r.err;

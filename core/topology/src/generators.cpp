@@ -98,14 +98,17 @@ std::vector<NodeId> add_cube_mesh_host(Topology& topo, int host, const std::stri
 // One DGX generation: its GPU-to-NVSwitch, GPU-to-NIC and NIC-to-leaf links.
 struct DgxFigures {
   LinkSpec nvswitch, pcie, nic;
+  int sm;
 };
-constexpr DgxFigures kA100{kNvSwitchA100, kPcieGen4, kHdrNic};
-constexpr DgxFigures kH100{kNvSwitchH100, kPcieGen5, kNdrNic};
+constexpr DgxFigures kA100{kNvSwitchA100, kPcieGen4, kHdrNic, 80};
+constexpr DgxFigures kH100{kNvSwitchH100, kPcieGen5, kNdrNic, 90};
+constexpr int kV100Sm = 70;
 
 // K DGX nodes: per host an NVSwitch and gpu0..7; with K > 1 one NIC per GPU over PCIe, NIC i of
 // every host on rail leaf i, and the leaves on one spine with a non-blocking uplink.
 Topology make_dgx_cluster(std::string name, int nodes, const DgxFigures& figures) {
   Topology topo(std::move(name));
+  topo.set_gpu_sm(figures.sm);
   std::vector<NodeId> nics;
   for (int host = 0; host < nodes; ++host) {
     const std::string prefix = host_prefix(host);
@@ -166,6 +169,7 @@ Topology make_h100(int nodes) {
 Topology make_a100x4_degraded() {
   Topology base = make_a100(4);
   Topology topo("a100x4-degraded");
+  topo.set_gpu_sm(base.gpu_sm());
   for (const Node& node : base.nodes()) topo.add_node(node);
   const std::string slow_nic = host_prefix(kDegradedHost) + "nic" + std::to_string(kDegradedLocal);
   for (const Link& link : base.links()) {
@@ -181,12 +185,14 @@ Topology make_a100x4_degraded() {
 
 Topology make_dgx1() {
   Topology topo("dgx1");
+  topo.set_gpu_sm(kV100Sm);
   add_cube_mesh_host(topo, 0, "");
   return topo;
 }
 
 Topology make_ndv2(int nodes) {
   Topology topo("ndv2x" + std::to_string(nodes));
+  topo.set_gpu_sm(kV100Sm);
   std::vector<NodeId> nics;
   for (int host = 0; host < nodes; ++host) {
     const std::string prefix = host_prefix(host);

@@ -194,6 +194,7 @@ struct HostModel {
   std::vector<HostLink> links;
   std::vector<std::pair<std::size_t, LinkSpec>> uplinks;  // NIC -> "net"
   int gpu_count = 0;
+  int gpu_sm = 0;  // the GPUs' <gpu sm> when they all give the same one, else 0
 };
 
 struct GpuInfo {
@@ -222,6 +223,7 @@ class HostBuilder {
     name_gpus();
     add_nvlinks();
     name_nics();
+    host_.gpu_sm = common_sm();
     return std::move(host_);
   }
   std::vector<std::string> take_notes() { return std::move(notes_); }
@@ -357,6 +359,15 @@ class HostBuilder {
 
   // The default speed of NICs without <net speed>, from the GPUs' generation (<gpu sm>; every
   // GPU with an sm must be of one kNicBySm row), and the note's words for where it comes from.
+  int common_sm() const {
+    std::optional<int> sm;
+    for (const GpuInfo& gpu : gpus_) {
+      if (!gpu.sm || (sm && *sm != *gpu.sm)) return 0;
+      sm = gpu.sm;
+    }
+    return sm.value_or(0);
+  }
+
   std::pair<double, std::string> generation_nic_default() const {
     std::optional<int> sm;
     bool mixed = false;
@@ -543,6 +554,7 @@ class HostBuilder {
 // Copies the host `hosts` times with "h<h>." prefixes, and joins every NIC to one switch "net".
 Topology replicate(const HostModel& host, int hosts, std::string name) {
   Topology topo(std::move(name));
+  topo.set_gpu_sm(host.gpu_sm);
   const auto per_host = static_cast<NodeId>(host.nodes.size());
   for (int h = 0; h < hosts; ++h) {
     const std::string prefix = "h" + std::to_string(h) + ".";

@@ -116,6 +116,7 @@ Topology parse_topology_json(std::string_view text, const std::string& source) {
   support::FieldReader top(doc, "", source);
   Topology topo(top.string_or("name", default_name(source)));
   topo.set_op_overhead_us(top.number_or("op_overhead_us", 0.0));
+  topo.set_gpu_sm(top.int32_or("gpu_sm", 0, 0));
   std::map<std::string, NodeId> by_id;
   read_nodes(top, topo, by_id, source);
   read_links(top, topo, by_id, source);
@@ -133,6 +134,7 @@ std::string write_topology_json(const Topology& topology) {
   json doc;
   doc["name"] = topology.name();
   if (topology.op_overhead_us() != 0) doc["op_overhead_us"] = topology.op_overhead_us();
+  if (topology.gpu_sm() != 0) doc["gpu_sm"] = topology.gpu_sm();
   json nodes = json::array();
   for (const Node& n : topology.nodes()) {
     json node{{"id", n.id}, {"kind", to_string(n.kind)}};

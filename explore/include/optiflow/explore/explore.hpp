@@ -34,7 +34,10 @@ struct SizeWinner {
   std::string program_source;
   double time_us = 0, busbw_GBps = 0, bound_us = 0;
   double flow_busbw_GBps = 0;   ///< the same schedule in the flow model
-  double baseline_time_us = 0;  ///< NCCL-style ring at this size (0 if none)
+  /// NCCL at this size: what its tuner picks (algorithm/protocol), simulated in the same cost
+  /// model; 0 and empty where the NCCL baseline does not build this collective.
+  double nccl_time_us = 0;
+  std::string nccl_choice;
   std::string schedule_path, msccl_path;
 };
 
@@ -44,7 +47,8 @@ struct ExploreResult {
   std::int64_t candidates = 0;  ///< evaluated in this run, in total
   std::int64_t compiled = 0;    ///< of which compiled and verified
   double seconds = 0;
-  std::string baseline;  ///< the baseline's program
+  /// Why there is no NCCL column (the baseline does not build this collective); empty if there is.
+  std::string nccl_missing;
   std::vector<SizeWinner> winners;
 };
 

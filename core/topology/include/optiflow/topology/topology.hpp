@@ -74,6 +74,11 @@ class Topology {
   double op_overhead_us() const { return op_overhead_us_; }
   void set_op_overhead_us(double us) { op_overhead_us_ = us; }
 
+  /// The GPUs' compute capability as NCCL reads it (70 V100, 80 A100, 90 H100); 0 = unknown.
+  /// NCCL's tuner caps LL and LL128 by GPU generation.
+  int gpu_sm() const { return gpu_sm_; }
+  void set_gpu_sm(int sm) { gpu_sm_ = sm; }
+
   /// Adds a node; its `id` must be unique (checked by validate()).
   NodeId add_node(Node node);
   LinkId add_link(NodeId src, NodeId dst, const LinkSpec& spec);
@@ -109,6 +114,7 @@ class Topology {
 
   bool operator==(const Topology& other) const {
     return name_ == other.name_ && op_overhead_us_ == other.op_overhead_us_ &&
+           gpu_sm_ == other.gpu_sm_ &&
            nodes_ == other.nodes_ && links_ == other.links_;
   }
 
@@ -117,6 +123,7 @@ class Topology {
 
   std::string name_;
   double op_overhead_us_ = 0;
+  int gpu_sm_ = 0;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
   std::vector<NodeId> gpu_by_rank_;  // filled as GPUs are added; holes checked by validate()

@@ -1,0 +1,47 @@
+// The baselines by name, run through the same verifier and simulator as OptiFlow's schedules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "optiflow/baselines/nccl.hpp"
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::baselines {
+
+/// The names `optiflow baseline` takes that this library builds.
+std::span<const std::string_view> baseline_names();
+
+/// One size of a baseline: what it chose and what the simulator makes of it.
+struct BaselineRow {
+  std::uint64_t size_bytes = 0;
+  std::string algorithm;  ///< e.g. "ring"
+  topology::Protocol protocol = topology::Protocol::simple;
+  int channels = 0;
+  std::optional<double> model_us;  ///< the baseline's own estimate (NCCL's tuner), if it has one
+  sim::SimResult sim;              ///< the simulated run, with that protocol
+};
+
+struct BaselineRun {
+  std::string name;
+  /// The schedule, its protocol per size as the baseline chose it (verified).
+  schedule::Schedule schedule;
+  std::vector<BaselineRow> rows;
+  std::vector<std::string> notes;  ///< how it was built, one line each
+};
+
+/// Builds baseline `name` on `topology` for `collective`, verifies its schedule and simulates
+/// it at every size with `options` (options.protocol is set per size from the baseline's own
+/// choice). Throws InputError for an unknown name, a collective the baseline does not build,
+/// or a topology it cannot run on.
+BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
+                         support::Collective collective, std::span<const std::uint64_t> sizes,
+                         sim::SimOptions options = {});
+
+}  // namespace optiflow::baselines

@@ -1,0 +1,71 @@
+// NCCL as NCCL runs (v2.23.4-1): the rings its topology search builds, with its channel
+// count, and its tuner's cost model, which picks an algorithm and protocol per size. The
+// constants and their source lines are in docs/baselines.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/support/collective.hpp"
+#include "optiflow/topology/protocol.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::baselines {
+
+/// What NCCL's ring search finds on a topology, and what its tuner reads from it.
+struct NcclRingGraph {
+  int ranks = 0;
+  int nodes = 0;     ///< hosts
+  int channels = 0;  ///< collective channels: the search's rings, duplicated as NCCL does
+  /// One ring per channel: ranks in the order data moves.
+  std::vector<std::vector<int>> rings;
+  /// Per channel, per ring position p: the links from rings[c][p] to the next rank; empty =
+  /// the cheapest path. Across nodes NCCL's PXN sends through the NIC of the GPU the next node
+  /// is entered by (NVLink to that GPU, then its rail), so a ring uses one rail throughout.
+  std::vector<std::vector<std::vector<topology::LinkId>>> routes;
+  /// The ring bus bandwidth NCCL's tuner starts from (graph nChannels x bw per channel): the
+  /// channels times what each gets on its busiest link.
+  double bus_bw_GBps = 0;
+  /// The hardware class inside a node (NCCL's intraHw): NVLink or PCI.
+  topology::HopClass intra = topology::HopClass::nvlink;
+  int gpu_sm = 0;  ///< 0 when the topology does not say (the tuner then assumes sm80)
+  std::vector<std::string> notes;  ///< how the channel count was chosen
+};
+
+/// Throws InputError when the topology has fewer than two ranks.
+NcclRingGraph nccl_ring_graph(const topology::Topology& topology);
+
+enum class NcclAlgorithm { ring, tree, pat };
+std::string_view to_string(NcclAlgorithm algorithm);
+
+/// The tuner's estimate for one algorithm and protocol: NCCL's latency and bus bandwidth,
+/// and its time for `bytes` (nBytes: the whole All-Gather output or Reduce-Scatter input).
+struct NcclEstimate {
+  NcclAlgorithm algorithm = NcclAlgorithm::ring;
+  topology::Protocol protocol = topology::Protocol::simple;
+  double latency_us = 0;
+  double bus_bw_GBps = 0;
+  double time_us = 0;
+};
+
+/// The ring estimate under `protocol`, or nullopt where NCCL disables that protocol
+/// (LL128 off the NVLink generations it is tested on).
+std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
+                                               support::Collective collective,
+                                               topology::Protocol protocol, std::uint64_t bytes);
+
+/// What NCCL's tuner picks at `bytes`: the lowest estimated time over the algorithms this
+/// baseline builds (ring) and the protocols NCCL enables.
+NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective collective,
+                             std::uint64_t bytes);
+
+/// The ring schedule of the graph's channels: the data split evenly over them, each channel
+/// an N-1 step ring (send, N-2 receive-and-forward steps, receive), as NCCL's ring kernels
+/// move it. All-Gather only; throws InputError for other collectives.
+schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Collective collective,
+                                      const std::string& topology_name);
+
+}  // namespace optiflow::baselines

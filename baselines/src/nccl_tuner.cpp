@@ -1,0 +1,92 @@
+// NCCL's tuner model for rings (src/graph/tuning.cc, v2.23.4-1): time = latency + nBytes /
+// (1000 * algorithm bandwidth), per protocol; the tuner runs the cheapest (enqueue.cc,
+// topoGetAlgoInfo). The latency and per-step figures are the cost model's protocol table
+// (core/topology/src/protocol.cpp); what only the tuner uses is here.
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "optiflow/baselines/nccl.hpp"
+
+namespace optiflow::baselines {
+namespace {
+
+using topology::HopClass;
+using topology::Protocol;
+
+// tuning.cc l.84-94, by GPU generation (Volta, Ampere, Hopper) and nodes (1, 2, more).
+// llMaxBws caps a ring's LL bus bandwidth; its multi-node rows follow the CPU vendor, Intel
+// assumed (row 0).
+constexpr double kLlMaxBws[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
+// perChMaxRingLL128Bws: LL128 per search channel.
+constexpr double kPerChMaxRingLL128Bws[3][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
+// With one GPU per node the network latency is the tree's (tuning.cc l.238): hwLat[NET][Tree].
+constexpr std::array<double, 3> kTreeNetLatencyUs{5.0, 8.5, 14.0};  // LL, LL128, Simple
+// getNetOverhead: 1 us on Intel x86 (assumed), three times that for Simple.
+constexpr double kNetOverheadUs = 1.0;
+constexpr double kLlShare = 0.5;
+constexpr double kLl128Share = 0.92;
+
+int generation_index(int sm) {
+  const int effective = sm == 0 ? 80 : sm;
+  return effective >= 90 ? 2 : effective >= 80 ? 1 : 0;
+}
+
+bool ll128_enabled(const NcclRingGraph& graph) {
+  const int sm = graph.gpu_sm == 0 ? 80 : graph.gpu_sm;
+  return (sm == 70 || sm == 80 || sm == 90) && graph.intra == HopClass::nvlink;
+}
+
+}  // namespace
+
+std::string_view to_string(NcclAlgorithm algorithm) {
+  constexpr std::array<std::string_view, 3> names{"ring", "tree", "pat"};
+  return names[static_cast<std::size_t>(algorithm)];
+}
+
+std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
+                                               support::Collective collective, Protocol protocol,
+                                               std::uint64_t bytes) {
+  if (protocol == Protocol::ll128 && !ll128_enabled(graph)) return std::nullopt;
+  const int n = graph.ranks, nodes = graph.nodes;
+  const bool all_reduce = collective == support::Collective::all_reduce;
+  const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+  const int inter_steps = nodes == 1 ? 0 : all_reduce ? 2 * (nodes - 1) : nodes - 1;
+  const int generation = generation_index(graph.gpu_sm);
+  const int by_nodes = nodes <= 2 ? nodes - 1 : 2;
+  const auto p = static_cast<std::size_t>(protocol);
+
+  double bus_bw = graph.bus_bw_GBps;
+  if (protocol == Protocol::ll)
+    bus_bw = std::min(kLlMaxBws[nodes == 1 ? generation : 0][by_nodes], bus_bw * kLlShare);
+  if (protocol == Protocol::ll128)
+    bus_bw = std::min(bus_bw * kLl128Share,
+                      graph.channels / 2.0 * kPerChMaxRingLL128Bws[generation][by_nodes]);
+
+  const topology::ProtocolCosts& costs = topology::protocol_costs(protocol);
+  double intra_us = costs.step_latency(graph.intra);
+  const double inter_us = n == nodes ? kTreeNetLatencyUs[p] : costs.step_latency(HopClass::net);
+  if (nodes > 1)
+    intra_us = std::max(intra_us, kNetOverheadUs * (protocol == Protocol::simple ? 3 : 1));
+  NcclEstimate estimate;
+  estimate.protocol = protocol;
+  estimate.latency_us = costs.launch_us + (steps - inter_steps) * intra_us + inter_steps * inter_us;
+  estimate.bus_bw_GBps = bus_bw;
+  const double alg_bw = bus_bw * n / steps;
+  estimate.time_us = estimate.latency_us + static_cast<double>(bytes) / (1000.0 * alg_bw);
+  return estimate;
+}
+
+NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective collective,
+                             std::uint64_t bytes) {
+  NcclEstimate best;
+  best.time_us = std::numeric_limits<double>::infinity();
+  for (Protocol protocol : topology::kProtocols)
+    if (auto estimate = nccl_ring_estimate(graph, collective, protocol, bytes);
+        estimate && estimate->time_us < best.time_us)
+      best = *estimate;
+  return best;
+}
+
+}  // namespace optiflow::baselines

@@ -1,0 +1,99 @@
+// `optiflow baseline NAME --topo T`: a contender built as the real system builds it, verified
+// and simulated at every size like any schedule, with what it chose per size.
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
+#include "optiflow/baselines/baseline.hpp"
+#include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/topology_io.hpp"
+
+namespace optiflow::cli {
+namespace {
+
+struct BaselineArgs {
+  std::string name, topology, collective = "allgather", sizes = "1K:1G", model = "alpha-beta";
+  std::string output, msccl_xml;
+  bool json = false;
+};
+
+void print_table(const topology::Topology& topo, const baselines::BaselineRun& run,
+                 const BaselineArgs& args, const topology::LowerBound& bound) {
+  std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n",
+                         run.name.c_str(), topo.name().c_str(), args.model.c_str(),
+                         run.schedule.ranks, run.schedule.chunks, run.schedule.step_count());
+  for (const std::string& note : run.notes) std::cout << "  " << note << "\n";
+  std::cout << strprintf("%10s %6s %7s %4s %12s %12s %12s %9s\n", "size", "algo", "proto", "ch",
+                         "time_us", "busbw GB/s", "nccl model", "x bound");
+  for (const auto& row : run.rows)
+    std::cout << strprintf("%10s %6s %7s %4d %12.3f %12.3f %12.3f %9.3f\n",
+                           support::format_size(row.size_bytes).c_str(), row.algorithm.c_str(),
+                           std::string(topology::to_string(row.protocol)).c_str(), row.channels,
+                           row.sim.time_us, row.sim.busbw_GBps, row.model_us.value_or(0),
+                           row.sim.time_us / bound.at(row.size_bytes).time_us);
+  std::cout << "\ntime_us: simulated; nccl model: the time NCCL's own tuner predicts for its pick\n";
+}
+
+void run_baseline_command(const BaselineArgs& args) {
+  const topology::Topology topo = topology::load_topology(args.topology);
+  const support::Collective collective = parse_collective(args.collective);
+  const auto model = sim::model_from_string(args.model);
+  if (!model)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--model"},
+                              "unknown model '" + args.model + "' (alpha-beta or flow)");
+  sim::SimOptions options;
+  options.model = *model;
+  const auto sizes = support::parse_sizes(args.sizes);
+  const baselines::BaselineRun run =
+      baselines::run_baseline(args.name, topo, collective, sizes, options);
+  if (!args.output.empty()) write_text_file(args.output, schedule::write_schedule_json(run.schedule));
+  if (!args.msccl_xml.empty())
+    write_text_file(args.msccl_xml, schedule::write_msccl_xml(run.schedule));
+  const auto bound = topology::LowerBound::compute(topo, collective);
+  if (!args.json) return print_table(topo, run, args, bound);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : run.rows)
+    rows.push_back({{"size_bytes", row.size_bytes},
+                    {"time_us", row.sim.time_us},
+                    {"algbw_GBps", row.sim.algbw_GBps},
+                    {"busbw_GBps", row.sim.busbw_GBps},
+                    {"algorithm", row.algorithm},
+                    {"protocol", topology::to_string(row.protocol)},
+                    {"channels", row.channels},
+                    {"nccl_model_us", row.model_us.value_or(0)},
+                    {"bound_us", bound.at(row.size_bytes).time_us},
+                    {"bound_ratio", row.sim.time_us / bound.at(row.size_bytes).time_us}});
+  const nlohmann::json doc{{"topology", topo.name()},
+                           {"collective", support::to_string(collective)},
+                           {"model", args.model},
+                           {"schedule", run.name},
+                           {"notes", run.notes},
+                           {"results", rows}};
+  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace
+
+void add_baseline_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "baseline", "Build a contender (nccl: NCCL's tuner pick; nccl-ring), verify and simulate it");
+  auto args = std::make_shared<BaselineArgs>();
+  cmd->add_option("NAME", args->name, "nccl | nccl-ring")->required();
+  cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
+  cmd->add_option("--collective", args->collective, "allgather")->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "sizes: 1M, 1K:1G, 4K,64M")->capture_default_str();
+  cmd->add_option("--model", args->model, "alpha-beta | flow")->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "write the schedule JSON here");
+  cmd->add_option("--msccl-xml", args->msccl_xml, "write MSCCL XML here");
+  cmd->add_flag("--json", args->json, "print the simulation JSON, with each size's choice");
+  cmd->callback([args] { with_program_diagnostics([&] { run_baseline_command(*args); }); });
+}
+
+}  // namespace optiflow::cli

@@ -1,0 +1,150 @@
+// NCCL's rings and tuner as the baselines build them: channel counts from NCCL's search, rings
+// that cross nodes on one rail, the tuner's formulas, and schedules that verify and simulate.
+#include "optiflow/baselines/nccl.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "optiflow/baselines/baseline.hpp"
+#include "optiflow/schedule/verifier.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/topology/generators.hpp"
+
+namespace optiflow::baselines {
+namespace {
+
+using support::Collective;
+using topology::Protocol;
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+topology::Topology builtin(const std::string& name) {
+  return *topology::make_builtin_topology(name);
+}
+
+// DGX-A100: 6 rings at 40 GB/s, duplicated to 12 at 20 (NCCL's log: "nChannels 12, bw 20"),
+// doubled again for the collectives: 24 channels, the tuner's bus bandwidth 240 GB/s.
+TEST(NcclRingGraph, DgxA100HasTwentyFourChannelsAt240GBps) {
+  const NcclRingGraph graph = nccl_ring_graph(builtin("a100x1"));
+  EXPECT_EQ(graph.channels, 24);
+  EXPECT_DOUBLE_EQ(graph.bus_bw_GBps, 240.0);
+  EXPECT_EQ(graph.intra, topology::HopClass::nvlink);
+  for (const auto& ring : graph.rings) EXPECT_EQ(ring, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(NcclRingGraph, DgxH100HasTwentyFourChannels) {
+  const NcclRingGraph graph = nccl_ring_graph(builtin("h100x1"));
+  EXPECT_EQ(graph.channels, 24);
+  EXPECT_NEAR(graph.bus_bw_GBps, 18 * 20.6, 1e-9);
+  EXPECT_EQ(graph.gpu_sm, 90);
+}
+
+// Across nodes: one ring per NIC rail, doubled (16 channels); each ring visits every rank once,
+// enters every node at the GPU of its rail, and reaches the next node through that GPU's NIC.
+TEST(NcclRingGraph, MultiNodeRingsCrossOnOneRail) {
+  const topology::Topology topo = builtin("a100x4");
+  const NcclRingGraph graph = nccl_ring_graph(topo);
+  EXPECT_EQ(graph.nodes, 4);
+  EXPECT_EQ(graph.channels, 16);
+  for (int c = 0; c < 16; ++c) {
+    const auto& ring = graph.rings[static_cast<std::size_t>(c)];
+    ASSERT_EQ(std::set<int>(ring.begin(), ring.end()).size(), 32u);
+    const int rail = c % 8;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const auto& a = topo.node(topo.gpu_of_rank(ring[i]));
+      const auto& b = topo.node(topo.gpu_of_rank(ring[(i + 1) % ring.size()]));
+      const auto& route = graph.routes[static_cast<std::size_t>(c)][i];
+      if (a.host == b.host) {
+        EXPECT_TRUE(route.empty());
+        continue;
+      }
+      EXPECT_EQ(b.local, rail) << "channel " << c;
+      std::set<std::string> nics;
+      for (topology::LinkId l : route)
+        if (topo.node(topo.link(l).dst).kind == topology::NodeKind::nic)
+          nics.insert(topo.node(topo.link(l).dst).id);
+      EXPECT_EQ(nics.size(), 2u);
+      for (const auto& nic : nics) EXPECT_TRUE(nic.ends_with("nic" + std::to_string(rail))) << nic;
+    }
+  }
+  EXPECT_DOUBLE_EQ(graph.bus_bw_GBps, 16 * 12.5);  // two channels per 25 GB/s NIC
+}
+
+// The tuner's ring formulas (tuning.cc): latency baseLat + (n-1) * hwLat[NVLINK], bandwidth
+// busBw * n/(n-1), LL at half of Simple's bus bandwidth, capped at llMaxBw (87.7 on Ampere).
+TEST(NcclTuner, RingEstimatesFollowNcclsFormulas) {
+  const NcclRingGraph graph = nccl_ring_graph(builtin("a100x1"));
+  const auto ll = nccl_ring_estimate(graph, Collective::all_gather, Protocol::ll, 1024);
+  ASSERT_TRUE(ll);
+  EXPECT_NEAR(ll->latency_us, 6.6 + 7 * 0.6, 1e-9);
+  EXPECT_NEAR(ll->bus_bw_GBps, 87.7, 1e-9);
+  const auto simple = nccl_ring_estimate(graph, Collective::all_gather, Protocol::simple, kGiB);
+  ASSERT_TRUE(simple);
+  EXPECT_NEAR(simple->time_us, 8.4 + 7 * 3.4 + kGiB / (1000.0 * 240 * 8 / 7), 1e-6);
+  EXPECT_EQ(nccl_tuner_pick(graph, Collective::all_gather, 1024).protocol, Protocol::ll);
+  EXPECT_EQ(nccl_tuner_pick(graph, Collective::all_gather, kGiB).protocol, Protocol::simple);
+}
+
+// Across nodes every intra-node step pays at least the network overhead (1 us, 3 for Simple)
+// and one step per node boundary the network latency.
+TEST(NcclTuner, MultiNodeLatencyPaysTheNetworkOverhead) {
+  const NcclRingGraph graph = nccl_ring_graph(builtin("a100x2"));
+  const auto ll = nccl_ring_estimate(graph, Collective::all_gather, Protocol::ll, 1024);
+  ASSERT_TRUE(ll);
+  EXPECT_NEAR(ll->latency_us, 6.6 + 14 * 1.0 + 1 * 2.7, 1e-9);
+}
+
+TEST(NcclTuner, Ll128OnlyOnTheNvlinkGenerationsNcclTests) {
+  topology::Topology topo = builtin("a100x1");
+  topo.set_gpu_sm(86);
+  EXPECT_FALSE(nccl_ring_estimate(nccl_ring_graph(topo), Collective::all_gather, Protocol::ll128,
+                                  kGiB));
+  topo.set_gpu_sm(80);
+  EXPECT_TRUE(nccl_ring_estimate(nccl_ring_graph(topo), Collective::all_gather, Protocol::ll128,
+                                 kGiB));
+}
+
+// The done criterion: the NCCL baselines verify and simulate on a100x4, dgx1, h100x1.
+TEST(NcclBaseline, VerifiesAndSimulatesOnTheReferenceTopologies) {
+  const std::vector<std::uint64_t> sizes{kGiB, 1024, 1 << 20};
+  for (const char* name : {"a100x4", "dgx1", "h100x1"}) {
+    SCOPED_TRACE(name);
+    const topology::Topology topo = builtin(name);
+    for (std::string_view baseline : baseline_names()) {
+      const BaselineRun run = run_baseline(baseline, topo, Collective::all_gather, sizes);
+      EXPECT_TRUE(schedule::verify_schedule(run.schedule, &topo).ok());
+      ASSERT_EQ(run.rows.size(), 3u);
+      EXPECT_EQ(run.rows.front().size_bytes, 1024u);  // ascending
+      for (const BaselineRow& row : run.rows) {
+        EXPECT_GT(row.sim.time_us, 0);
+        EXPECT_EQ(row.sim.protocol, row.protocol);
+        EXPECT_EQ(run.schedule.protocol_for(row.size_bytes), topology::to_string(row.protocol));
+      }
+    }
+  }
+}
+
+// One node, 1 GiB, Simple: the 24 channels share each GPU's 240 GB/s, so the ring runs at
+// NCCL's own estimate within a fraction of a percent.
+TEST(NcclBaseline, SimulatedRingMatchesTheTunerWhereBothAreExact) {
+  const topology::Topology topo = builtin("a100x1");
+  const std::vector<std::uint64_t> sizes{kGiB};
+  const BaselineRun run = run_baseline("nccl", topo, Collective::all_gather, sizes);
+  const BaselineRow& row = run.rows.front();
+  EXPECT_EQ(row.protocol, Protocol::simple);
+  EXPECT_NEAR(row.sim.time_us / *row.model_us, 1.0, 0.01);
+}
+
+TEST(NcclBaseline, ErrorsNameWhatIsMissing) {
+  const topology::Topology topo = builtin("a100x1");
+  const std::vector<std::uint64_t> sizes{1024};
+  EXPECT_THROW(run_baseline("nccl-magic", topo, Collective::all_gather, sizes),
+               support::InputError);
+  EXPECT_THROW(run_baseline("nccl", topo, Collective::reduce_scatter, sizes), support::InputError);
+}
+
+}  // namespace
+}  // namespace optiflow::baselines
