@@ -1,18 +1,26 @@
-// The schedule of NCCL's ring All-Gather: every rank's data cut into one chunk per channel;
-// on channel c, the rank at ring position p sends its own chunk, forwards the N-2 chunks that
-// reach it (receive-and-forward), and receives the last, as NCCL's ring kernel does per step.
+// The schedules of NCCL's ring collectives: every rank's data cut into one chunk per channel;
+// on channel c the rank at ring position p runs one thread block to its successor, step by
+// step as NCCL's ring kernels do:
+//   All-Gather:     send its chunk, N-2 receive-and-forward, receive;
+//   Reduce-Scatter: send the chunk for its predecessor, N-2 receive-add-forward, receive-add
+//                   its own;
+//   All-Reduce:     the Reduce-Scatter, whose last step forwards the reduced chunk, then the
+//                   All-Gather's N-2 receive-and-forward and receive.
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/support/error.hpp"
 
 namespace optiflow::baselines {
 namespace {
 
-schedule::Step step(schedule::StepKind kind, std::int32_t chunk,
-                    const std::vector<topology::LinkId>& route = {}) {
+using schedule::BufferKind;
+using schedule::StepKind;
+
+schedule::Step step(StepKind kind, BufferKind buffer, std::int32_t chunk,
+                    const std::vector<topology::LinkId>& route) {
   schedule::Step s;
   s.kind = kind;
-  s.src_buf = schedule::BufferKind::output;
-  s.dst_buf = schedule::BufferKind::output;
+  s.src_buf = buffer;
+  s.dst_buf = buffer;
   s.src_off = chunk;
   s.dst_off = chunk;
   s.count = 1;
@@ -20,15 +28,40 @@ schedule::Step step(schedule::StepKind kind, std::int32_t chunk,
   return s;
 }
 
+// The kinds and chunk owners (as offsets from the block's ring position) of one ring block.
+std::vector<std::pair<StepKind, int>> ring_steps(support::Collective collective, int n) {
+  std::vector<std::pair<StepKind, int>> steps;
+  const auto all_gather = [&] {
+    for (int j = 1; j < n - 1; ++j) steps.emplace_back(StepKind::recv_copy_send, -j);
+    steps.emplace_back(StepKind::recv, -(n - 1));
+  };
+  if (collective == support::Collective::all_gather) {
+    steps.emplace_back(StepKind::send, 0);
+    all_gather();
+    return steps;
+  }
+  steps.emplace_back(StepKind::send, -1);
+  for (int j = 1; j < n - 1; ++j) steps.emplace_back(StepKind::recv_reduce_send, -1 - j);
+  if (collective == support::Collective::reduce_scatter) {
+    steps.emplace_back(StepKind::recv_reduce_copy, 0);
+    return steps;
+  }
+  steps.emplace_back(StepKind::recv_reduce_copy_send, 0);
+  all_gather();
+  return steps;
+}
+
 }  // namespace
 
 schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Collective collective,
                                       const std::string& topology_name) {
-  if (collective != support::Collective::all_gather)
-    throw support::InputError(
-        support::SourceLocation{"command line", 0, 0, "--collective"},
-        "the NCCL ring baseline builds allgather schedules; not " +
-            std::string(to_string(collective)));
+  const bool supported = collective == support::Collective::all_gather ||
+                         collective == support::Collective::reduce_scatter ||
+                         collective == support::Collective::all_reduce;
+  if (!supported)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
+                              "NCCL's rings are built for allgather, reducescatter and allreduce; "
+                              "not " + std::string(to_string(collective)));
   const int n = graph.ranks, channels = graph.channels;
   schedule::Schedule s;
   s.name = "nccl-ring";
@@ -38,25 +71,30 @@ schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Colle
   s.inplace = true;
   s.topology = topology_name;
   s.programs.resize(static_cast<std::size_t>(n));
-  for (auto& program : s.programs) program.output_chunks = s.chunks;
+  // In place, as the compiler emits them: All-Gather and All-Reduce work in the output buffer,
+  // Reduce-Scatter in its input, whose own slice is the result.
+  const bool scatter = collective == support::Collective::reduce_scatter;
+  for (auto& program : s.programs) {
+    program.input_chunks = collective == support::Collective::all_gather ? 0 : s.chunks;
+    program.output_chunks = scatter ? channels : s.chunks;
+  }
+  const BufferKind buffer = scatter ? BufferKind::input : BufferKind::output;
+  const auto steps = ring_steps(collective, n);
   // Rank r's data is chunks [r * channels, (r + 1) * channels); channel c carries the c-th.
-  const auto chunk_of = [&](int rank, int channel) { return rank * channels + channel; };
   for (int c = 0; c < channels; ++c) {
     const std::vector<int>& ring = graph.rings[static_cast<std::size_t>(c)];
     for (int p = 0; p < n; ++p) {
       const auto at = [&](int offset) {
         return ring[static_cast<std::size_t>(((p + offset) % n + n) % n)];
       };
+      const std::vector<topology::LinkId>& route =
+          graph.routes[static_cast<std::size_t>(c)][static_cast<std::size_t>(p)];
       schedule::ThreadBlock tb;
       tb.send_peer = at(1);
       tb.recv_peer = at(-1);
       tb.channel = c;
-      const std::vector<topology::LinkId>& route =
-          graph.routes[static_cast<std::size_t>(c)][static_cast<std::size_t>(p)];
-      tb.steps.push_back(step(schedule::StepKind::send, chunk_of(at(0), c), route));
-      for (int j = 1; j < n - 1; ++j)
-        tb.steps.push_back(step(schedule::StepKind::recv_copy_send, chunk_of(at(-j), c), route));
-      tb.steps.push_back(step(schedule::StepKind::recv, chunk_of(at(-(n - 1)), c)));
+      for (const auto& [kind, owner] : steps)
+        tb.steps.push_back(step(kind, buffer, at(owner) * channels + c, route));
       s.programs[static_cast<std::size_t>(at(0))].tbs.push_back(std::move(tb));
     }
   }

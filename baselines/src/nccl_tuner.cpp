@@ -72,6 +72,10 @@ std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
   NcclEstimate estimate;
   estimate.protocol = protocol;
   estimate.latency_us = costs.launch_us + (steps - inter_steps) * intra_us + inter_steps * inter_us;
+  // topoGetAlgoInfo (enqueue.cc): the "plateau effect of ring" for multi-node All-Reduce.
+  const bool plateau = all_reduce && nodes > 1 && protocol == Protocol::simple &&
+                       bytes / (static_cast<std::uint64_t>(graph.channels) * n) >= 64;
+  if (plateau) estimate.latency_us *= graph.gpu_sm != 0 && graph.gpu_sm < 80 ? 1.9 : 1.4;
   estimate.bus_bw_GBps = bus_bw;
   const double alg_bw = bus_bw * n / steps;
   estimate.time_us = estimate.latency_us + static_cast<double>(bytes) / (1000.0 * alg_bw);

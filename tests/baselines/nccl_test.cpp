@@ -127,6 +127,27 @@ TEST(NcclBaseline, VerifiesAndSimulatesOnTheReferenceTopologies) {
   }
 }
 
+TEST(NcclBaseline, ReduceScatterAndAllReduceRingsVerifyAndSimulate) {
+  const std::vector<std::uint64_t> sizes{1024, kGiB};
+  for (const char* name : {"a100x2", "dgx1", "h100x1"}) {
+    SCOPED_TRACE(name);
+    const topology::Topology topo = builtin(name);
+    for (Collective collective : {Collective::reduce_scatter, Collective::all_reduce}) {
+      const BaselineRun run = run_baseline("nccl", topo, collective, sizes);
+      const schedule::VerifyResult verdict = schedule::verify_schedule(run.schedule, &topo);
+      EXPECT_TRUE(verdict.ok()) << verdict.summary();
+      // All-Reduce moves twice the Reduce-Scatter's data over the same rings.
+      EXPECT_GT(run.rows.back().sim.time_us, 0);
+    }
+  }
+  const topology::Topology topo = builtin("a100x1");
+  const double rs =
+      run_baseline("nccl", topo, Collective::reduce_scatter, sizes).rows.back().sim.time_us;
+  const double ar =
+      run_baseline("nccl", topo, Collective::all_reduce, sizes).rows.back().sim.time_us;
+  EXPECT_NEAR(ar / rs, 2.0, 0.02);
+}
+
 // One node, 1 GiB, Simple: the 24 channels share each GPU's 240 GB/s, so the ring runs at
 // NCCL's own estimate within a fraction of a percent.
 TEST(NcclBaseline, SimulatedRingMatchesTheTunerWhereBothAreExact) {
@@ -143,7 +164,7 @@ TEST(NcclBaseline, ErrorsNameWhatIsMissing) {
   const std::vector<std::uint64_t> sizes{1024};
   EXPECT_THROW(run_baseline("nccl-magic", topo, Collective::all_gather, sizes),
                support::InputError);
-  EXPECT_THROW(run_baseline("nccl", topo, Collective::reduce_scatter, sizes), support::InputError);
+  EXPECT_THROW(run_baseline("nccl", topo, Collective::broadcast, sizes), support::InputError);
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective col
                              std::uint64_t bytes);
 
 /// The ring schedule of the graph's channels: the data split evenly over them, each channel
-/// an N-1 step ring (send, N-2 receive-and-forward steps, receive), as NCCL's ring kernels
-/// move it. All-Gather only; throws InputError for other collectives.
+/// a ring of NCCL's steps (nccl_ring.cpp): All-Gather, Reduce-Scatter or All-Reduce (RS then
+/// AG in one block); throws InputError for other collectives.
 schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Collective collective,
                                       const std::string& topology_name);
 
