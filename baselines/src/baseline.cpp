@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <optional>
 
 #include "optiflow/schedule/verifier.hpp"
 #include "optiflow/support/error.hpp"
@@ -9,17 +11,35 @@
 namespace optiflow::baselines {
 namespace {
 
-// `nccl` is what NCCL's tuner picks per size; for All-Gather on GPUs that share a node that is
-// always a ring (PAT needs one GPU per node, NVLS and CollNet are not modelled), so `nccl` and
-// `nccl-ring` differ only where the tuner has another algorithm to choose.
-constexpr std::array<std::string_view, 2> kNames{"nccl", "nccl-ring"};
+// `nccl` is what NCCL's tuner picks per size among the algorithms built here: for All-Gather
+// and Reduce-Scatter on GPUs that share a node that is always a ring (PAT needs one GPU per
+// node; NVLS and CollNet are not modelled); for All-Reduce, ring or tree.
+struct Known {
+  std::string_view name;
+  std::vector<NcclAlgorithm> algorithms;
+};
+const std::array<Known, 3>& known() {
+  static const std::array<Known, 3> table{{{"nccl", {NcclAlgorithm::ring, NcclAlgorithm::tree}},
+                                           {"nccl-ring", {NcclAlgorithm::ring}},
+                                           {"nccl-tree", {NcclAlgorithm::tree}}}};
+  return table;
+}
+constexpr std::array<std::string_view, 3> kNames{"nccl", "nccl-ring", "nccl-tree"};
+
+std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGraph& graph,
+                                     support::Collective collective, topology::Protocol protocol,
+                                     std::uint64_t bytes) {
+  return algorithm == NcclAlgorithm::tree
+             ? nccl_tree_estimate(graph, collective, protocol, bytes)
+             : nccl_ring_estimate(graph, collective, protocol, bytes);
+}
 
 [[noreturn]] void unknown(std::string_view name) {
-  std::string known;
-  for (std::string_view n : kNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  std::string names;
+  for (std::string_view n : kNames) names += (names.empty() ? "" : ", ") + std::string(n);
   throw support::InputError(support::SourceLocation{"command line", 0, 0, "baseline"},
-                            "unknown baseline '" + std::string(name) + "' (built: " + known +
-                                "; taccl, teccl and forestcoll are not built yet)");
+                            "unknown baseline '" + std::string(name) + "' (built: " + names +
+                                "; nccl-pat, taccl, teccl and forestcoll are not built yet)");
 }
 
 // The protocol per size as the tuner picks it, merged into ascending ranges.
@@ -42,33 +62,65 @@ std::span<const std::string_view> baseline_names() {
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
                          support::Collective collective, std::span<const std::uint64_t> sizes,
                          sim::SimOptions options) {
-  if (std::find(kNames.begin(), kNames.end(), name) == kNames.end()) unknown(name);
+  const auto entry = std::find_if(known().begin(), known().end(),
+                                  [&](const Known& k) { return k.name == name; });
+  if (entry == known().end()) unknown(name);
   BaselineRun run;
   run.name = std::string(name);
   const NcclRingGraph graph = nccl_ring_graph(topology);
   run.notes = graph.notes;
-  run.schedule = nccl_ring_schedule(graph, collective, topology.name());
-  run.schedule.name = run.name;
-  const schedule::VerifyResult verdict = schedule::verify_schedule(run.schedule, &topology);
-  if (!verdict.ok())
-    throw support::InputError(support::SourceLocation{run.name, 0, 0, {}},
-                              "the baseline's schedule fails verification: " + verdict.summary());
+
   std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
   std::sort(ascending.begin(), ascending.end());
   ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
   for (std::uint64_t size : ascending) {
-    const NcclEstimate pick = nccl_tuner_pick(graph, collective, size);
+    std::optional<NcclEstimate> best;
+    for (NcclAlgorithm algorithm : entry->algorithms)
+      for (topology::Protocol protocol : topology::kProtocols)
+        if (auto e = estimate(algorithm, graph, collective, protocol, size);
+            e && (!best || e->time_us < best->time_us))
+          best = e;
+    if (!best)
+      throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
+                                run.name + " does not run " +
+                                    std::string(support::to_string(collective)));
     BaselineRow row;
     row.size_bytes = size;
-    row.algorithm = std::string(to_string(pick.algorithm));
-    row.protocol = options.protocol.value_or(pick.protocol);
+    row.algorithm = std::string(to_string(best->algorithm));
+    row.protocol = options.protocol.value_or(best->protocol);
     row.channels = graph.channels;
-    row.model_us = pick.time_us;
+    row.model_us = best->time_us;
     run.rows.push_back(std::move(row));
   }
-  set_protocols(run.schedule, run.rows);
-  const sim::Simulator simulator(topology, run.schedule, options);
-  for (BaselineRow& row : run.rows) row.sim = simulator.run(row.size_bytes);
+
+  // One verified schedule per algorithm the rows use, simulated at its rows' sizes.
+  std::map<std::string, schedule::Schedule> schedules;
+  for (const BaselineRow& row : run.rows) {
+    if (schedules.contains(row.algorithm)) continue;
+    schedule::Schedule s =
+        row.algorithm == "tree"
+            ? nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks, collective,
+                                 topology.name())
+            : nccl_ring_schedule(graph, collective, topology.name());
+    s.name = run.name;
+    const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topology);
+    if (!verdict.ok())
+      throw support::InputError(support::SourceLocation{run.name, 0, 0, {}},
+                                "the baseline's schedule fails verification: " + verdict.summary());
+    std::vector<BaselineRow> own;
+    for (const BaselineRow& r : run.rows)
+      if (r.algorithm == row.algorithm) own.push_back(r);
+    set_protocols(s, own);
+    schedules.emplace(row.algorithm, std::move(s));
+  }
+  std::map<std::string, sim::Simulator> simulators;
+  for (const auto& [algorithm, s] : schedules)
+    simulators.emplace(algorithm, sim::Simulator(topology, s, options));
+  for (BaselineRow& row : run.rows) row.sim = simulators.at(row.algorithm).run(row.size_bytes);
+  if (schedules.size() > 1)
+    run.notes.push_back("the tuner runs different algorithms at different sizes; -o writes the "
+                        "largest size's (" + run.rows.back().algorithm + ")");
+  run.schedule = std::move(schedules.at(run.rows.back().algorithm));
   return run;
 }
 

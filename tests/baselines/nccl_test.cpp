@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -114,7 +115,10 @@ TEST(NcclBaseline, VerifiesAndSimulatesOnTheReferenceTopologies) {
     SCOPED_TRACE(name);
     const topology::Topology topo = builtin(name);
     for (std::string_view baseline : baseline_names()) {
-      const BaselineRun run = run_baseline(baseline, topo, Collective::all_gather, sizes);
+      // The tree runs All-Reduce only.
+      const Collective collective =
+          baseline == "nccl-tree" ? Collective::all_reduce : Collective::all_gather;
+      const BaselineRun run = run_baseline(baseline, topo, collective, sizes);
       EXPECT_TRUE(schedule::verify_schedule(run.schedule, &topo).ok());
       ASSERT_EQ(run.rows.size(), 3u);
       EXPECT_EQ(run.rows.front().size_bytes, 1024u);  // ascending
@@ -146,6 +150,67 @@ TEST(NcclBaseline, ReduceScatterAndAllReduceRingsVerifyAndSimulate) {
   const double ar =
       run_baseline("nccl", topo, Collective::all_reduce, sizes).rows.back().sim.time_us;
   EXPECT_NEAR(ar / rs, 2.0, 0.02);
+}
+
+// The double binary tree: every rank but one root per channel has a parent, every node's
+// head sits in the inter-node tree, and the second half of the channels uses the other tree,
+// in which the first tree's leaves are interior (mirror for even node counts, shift for odd).
+TEST(NcclTree, TwoTreesOverTheNodesAndAChainInEachNode) {
+  for (const char* name : {"a100x2", "a100x3", "a100x4"}) {
+    SCOPED_TRACE(name);
+    const topology::Topology topo = builtin(name);
+    const NcclRingGraph graph = nccl_ring_graph(topo);
+    const std::vector<NcclTree> trees = nccl_trees(graph, topo);
+    ASSERT_EQ(trees.size(), static_cast<std::size_t>(graph.channels));
+    for (const NcclTree& tree : trees) {
+      int roots = 0;
+      for (int r = 0; r < graph.ranks; ++r) {
+        const int parent = tree.parent[static_cast<std::size_t>(r)];
+        if (parent < 0) {
+          ++roots;
+          continue;
+        }
+        const auto& siblings = tree.children[static_cast<std::size_t>(parent)];
+        EXPECT_NE(std::find(siblings.begin(), siblings.end(), r), siblings.end());
+        EXPECT_LE(siblings.size(), 3u);  // the chain's next GPU and two nodes
+      }
+      EXPECT_EQ(roots, 1);
+    }
+    // Node heads with no node children in tree 0 have some in tree 1.
+    const NcclTree& first = trees.front();
+    const NcclTree& second = trees[static_cast<std::size_t>(graph.channels / 2)];
+    int leaves_in_both = 0;
+    for (int h = 0; h < graph.nodes; ++h) {
+      const int head = h * 8;  // channel 0 and channel channels/2 share rail 0
+      const auto node_children = [&](const NcclTree& t) {
+        int count = 0;
+        for (int child : t.children[static_cast<std::size_t>(head)]) count += child / 8 != h;
+        return count;
+      };
+      leaves_in_both += node_children(first) == 0 && node_children(second) == 0;
+    }
+    EXPECT_LE(leaves_in_both, graph.nodes <= 2 ? graph.nodes : 1);
+  }
+}
+
+TEST(NcclTree, AllReduceVerifiesAndTheTunerFollowsNcclsFormula) {
+  const topology::Topology topo = builtin("a100x4");
+  const NcclRingGraph graph = nccl_ring_graph(topo);
+  const schedule::Schedule s = nccl_tree_schedule(nccl_trees(graph, topo), graph.ranks,
+                                                  Collective::all_reduce, topo.name());
+  const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topo);
+  EXPECT_TRUE(verdict.ok()) << verdict.summary();
+  // baseLat[Tree][LL] + 2 * ((ppn - 1) * hwLat[NVLINK][Tree][LL] + log2(nodes) * hwLat[NET]).
+  const auto ll = nccl_tree_estimate(graph, Collective::all_reduce, Protocol::ll, 1024);
+  ASSERT_TRUE(ll);
+  EXPECT_NEAR(ll->latency_us, 6.8 + 2 * (7 * 0.6 + 2 * 5.0), 1e-9);
+  EXPECT_FALSE(nccl_tree_estimate(graph, Collective::all_gather, Protocol::ll, 1024));
+  // NCCL runs the tree for small All-Reduces across nodes and the ring for large ones.
+  const std::vector<std::uint64_t> sizes{1024, kGiB};
+  const BaselineRun run = run_baseline("nccl", topo, Collective::all_reduce, sizes);
+  EXPECT_EQ(run.rows.front().algorithm, "tree");
+  EXPECT_EQ(run.rows.back().algorithm, "ring");
+  EXPECT_THROW(run_baseline("nccl-tree", topo, Collective::all_gather, sizes), support::InputError);
 }
 
 // One node, 1 GiB, Simple: the 24 channels share each GPU's 240 GB/s, so the ring runs at

@@ -58,7 +58,7 @@ std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
                                                topology::Protocol protocol, std::uint64_t bytes);
 
 /// What NCCL's tuner picks at `bytes`: the lowest estimated time over the algorithms this
-/// baseline builds (ring) and the protocols NCCL enables.
+/// library builds (ring; tree for All-Reduce) and the protocols NCCL enables.
 NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective collective,
                              std::uint64_t bytes);
 
@@ -67,5 +67,32 @@ NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective col
 /// AG in one block); throws InputError for other collectives.
 schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Collective collective,
                                       const std::string& topology_name);
+
+/// One channel's tree over the ranks (NCCL's double binary tree across nodes, a chain inside
+/// each node from the GPU of the channel's rail): each rank's parent (-1 at the root) and
+/// children.
+struct NcclTree {
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+};
+
+/// One tree per channel of `graph`: the first half the binary tree, the second half its
+/// mirror (even node counts) or its shift by one (odd).
+std::vector<NcclTree> nccl_trees(const NcclRingGraph& graph, const topology::Topology& topology);
+
+/// Pieces per channel the tree pipelines its share of the buffer in.
+inline constexpr int kNcclTreePieces = 8;
+
+/// The tree All-Reduce: per channel and piece, reduce up the tree, then broadcast down.
+/// Throws InputError for other collectives.
+schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ranks,
+                                      support::Collective collective,
+                                      const std::string& topology_name);
+
+/// NCCL's tree estimate for All-Reduce (tuning.cc): nullopt for other collectives and where
+/// NCCL disables the protocol.
+std::optional<NcclEstimate> nccl_tree_estimate(const NcclRingGraph& graph,
+                                               support::Collective collective,
+                                               topology::Protocol protocol, std::uint64_t bytes);
 
 }  // namespace optiflow::baselines
