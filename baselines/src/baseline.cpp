@@ -11,27 +11,34 @@
 namespace optiflow::baselines {
 namespace {
 
-// `nccl` is what NCCL's tuner picks per size among the algorithms built here: for All-Gather
-// and Reduce-Scatter on GPUs that share a node that is always a ring (PAT needs one GPU per
-// node; NVLS and CollNet are not modelled); for All-Reduce, ring or tree.
+// `nccl` is what NCCL's tuner picks per size among the algorithms built here: ring; tree for
+// All-Reduce; PAT for All-Gather with one GPU per node. NVLS and CollNet are not modelled.
 struct Known {
   std::string_view name;
   std::vector<NcclAlgorithm> algorithms;
 };
-const std::array<Known, 3>& known() {
-  static const std::array<Known, 3> table{{{"nccl", {NcclAlgorithm::ring, NcclAlgorithm::tree}},
-                                           {"nccl-ring", {NcclAlgorithm::ring}},
-                                           {"nccl-tree", {NcclAlgorithm::tree}}}};
+const std::array<Known, 4>& known() {
+  static const std::array<Known, 4> table{
+      {{"nccl", {NcclAlgorithm::ring, NcclAlgorithm::tree, NcclAlgorithm::pat}},
+       {"nccl-ring", {NcclAlgorithm::ring}},
+       {"nccl-tree", {NcclAlgorithm::tree}},
+       {"nccl-pat", {NcclAlgorithm::pat}}}};
   return table;
 }
-constexpr std::array<std::string_view, 3> kNames{"nccl", "nccl-ring", "nccl-tree"};
+constexpr std::array<std::string_view, 4> kNames{"nccl", "nccl-ring", "nccl-tree", "nccl-pat"};
 
 std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGraph& graph,
                                      support::Collective collective, topology::Protocol protocol,
                                      std::uint64_t bytes) {
-  return algorithm == NcclAlgorithm::tree
-             ? nccl_tree_estimate(graph, collective, protocol, bytes)
-             : nccl_ring_estimate(graph, collective, protocol, bytes);
+  switch (algorithm) {
+    case NcclAlgorithm::tree:
+      return nccl_tree_estimate(graph, collective, protocol, bytes);
+    case NcclAlgorithm::pat:
+      return nccl_pat_estimate(graph, collective, protocol, bytes);
+    case NcclAlgorithm::ring:
+      break;
+  }
+  return nccl_ring_estimate(graph, collective, protocol, bytes);
 }
 
 [[noreturn]] void unknown(std::string_view name) {
@@ -39,7 +46,7 @@ std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGrap
   for (std::string_view n : kNames) names += (names.empty() ? "" : ", ") + std::string(n);
   throw support::InputError(support::SourceLocation{"command line", 0, 0, "baseline"},
                             "unknown baseline '" + std::string(name) + "' (built: " + names +
-                                "; nccl-pat, taccl, teccl and forestcoll are not built yet)");
+                                "; taccl, teccl and forestcoll are not built yet)");
 }
 
 // The protocol per size as the tuner picks it, merged into ascending ranges.
@@ -83,7 +90,10 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     if (!best)
       throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
                                 run.name + " does not run " +
-                                    std::string(support::to_string(collective)));
+                                    std::string(support::to_string(collective)) + " on " +
+                                    topology.name() +
+                                    " (the tree runs allreduce; PAT allgather with one GPU "
+                                    "per node on a power-of-two number of ranks)");
     BaselineRow row;
     row.size_bytes = size;
     row.algorithm = std::string(to_string(best->algorithm));
@@ -98,10 +108,10 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
   for (const BaselineRow& row : run.rows) {
     if (schedules.contains(row.algorithm)) continue;
     schedule::Schedule s =
-        row.algorithm == "tree"
-            ? nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks, collective,
-                                 topology.name())
-            : nccl_ring_schedule(graph, collective, topology.name());
+        row.algorithm == "tree"  ? nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks,
+                                                      collective, topology.name())
+        : row.algorithm == "pat" ? nccl_pat_schedule(graph, collective, topology.name())
+                                 : nccl_ring_schedule(graph, collective, topology.name());
     s.name = run.name;
     const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topology);
     if (!verdict.ok())

@@ -133,13 +133,31 @@ std::optional<NcclEstimate> nccl_tree_estimate(const NcclRingGraph& graph,
   return estimate;
 }
 
+std::optional<NcclEstimate> nccl_pat_estimate(const NcclRingGraph& graph,
+                                              support::Collective collective, Protocol protocol,
+                                              std::uint64_t bytes) {
+  if (protocol != Protocol::simple || !nccl_pat_runs(graph, collective)) return std::nullopt;
+  // tuning.cc l.224 and l.276-279: busBw * 0.85 with no algorithm-bandwidth ratio, and
+  // 8 + log2(nodes) * interLat / 3.5 + 2.8 * ranks, interLat = hwLat[NET][Tree][Simple].
+  NcclEstimate estimate;
+  estimate.algorithm = NcclAlgorithm::pat;
+  estimate.protocol = protocol;
+  estimate.bus_bw_GBps = graph.bus_bw_GBps * 0.85;
+  estimate.latency_us =
+      8 + floor_log2(graph.nodes) * kTreeHopLatencyUs[2][2] / 3.5 + 2.8 * graph.ranks;
+  estimate.time_us =
+      estimate.latency_us + static_cast<double>(bytes) / (1000.0 * estimate.bus_bw_GBps);
+  return estimate;
+}
+
 NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective collective,
                              std::uint64_t bytes) {
   NcclEstimate best;
   best.time_us = std::numeric_limits<double>::infinity();
   for (Protocol protocol : topology::kProtocols)
     for (auto estimate : {nccl_ring_estimate(graph, collective, protocol, bytes),
-                          nccl_tree_estimate(graph, collective, protocol, bytes)})
+                          nccl_tree_estimate(graph, collective, protocol, bytes),
+                          nccl_pat_estimate(graph, collective, protocol, bytes)})
       if (estimate && estimate->time_us < best.time_us) best = *estimate;
   return best;
 }

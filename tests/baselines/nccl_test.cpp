@@ -115,6 +115,7 @@ TEST(NcclBaseline, VerifiesAndSimulatesOnTheReferenceTopologies) {
     SCOPED_TRACE(name);
     const topology::Topology topo = builtin(name);
     for (std::string_view baseline : baseline_names()) {
+      if (baseline == "nccl-pat") continue;  // one GPU per node only
       // The tree runs All-Reduce only.
       const Collective collective =
           baseline == "nccl-tree" ? Collective::all_reduce : Collective::all_gather;
@@ -211,6 +212,28 @@ TEST(NcclTree, AllReduceVerifiesAndTheTunerFollowsNcclsFormula) {
   EXPECT_EQ(run.rows.front().algorithm, "tree");
   EXPECT_EQ(run.rows.back().algorithm, "ring");
   EXPECT_THROW(run_baseline("nccl-tree", topo, Collective::all_gather, sizes), support::InputError);
+}
+
+// PAT: one GPU per node only; log2(N) rounds, round k moving 2^k chunks to the rank N/2^(k+1)
+// away; NCCL's estimate 8 + log2(nodes) * 14 / 3.5 + 2.8 * N us plus the data at 0.85 busBw.
+TEST(NcclPat, RunsWithOneGpuPerNodeInLog2Rounds) {
+  const topology::Topology topo = builtin("fattree16");
+  const NcclRingGraph graph = nccl_ring_graph(topo);
+  ASSERT_TRUE(nccl_pat_runs(graph, Collective::all_gather));
+  const schedule::Schedule s = nccl_pat_schedule(graph, Collective::all_gather, topo.name());
+  const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topo);
+  EXPECT_TRUE(verdict.ok()) << verdict.summary();
+  EXPECT_EQ(s.programs[0].tbs.size(), 2u * 4u);  // a send and a receive block per round
+  EXPECT_EQ(s.programs[0].tbs[0].send_peer, 8);  // far peers first
+  const auto pat = nccl_pat_estimate(graph, Collective::all_gather, Protocol::simple, kGiB);
+  ASSERT_TRUE(pat);
+  EXPECT_NEAR(pat->latency_us, 8 + 4 * 14.0 / 3.5 + 2.8 * 16, 1e-9);
+  EXPECT_NEAR(pat->time_us, pat->latency_us + kGiB / (1000.0 * 0.85 * graph.bus_bw_GBps), 1e-6);
+  EXPECT_FALSE(nccl_pat_estimate(graph, Collective::all_gather, Protocol::ll, kGiB));
+  EXPECT_FALSE(nccl_pat_runs(nccl_ring_graph(builtin("a100x2")), Collective::all_gather));
+  const std::vector<std::uint64_t> sizes{1024};
+  EXPECT_THROW(run_baseline("nccl-pat", builtin("a100x2"), Collective::all_gather, sizes),
+               support::InputError);
 }
 
 // One node, 1 GiB, Simple: the 24 channels share each GPU's 240 GB/s, so the ring runs at

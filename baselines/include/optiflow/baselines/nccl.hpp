@@ -58,7 +58,8 @@ std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
                                                topology::Protocol protocol, std::uint64_t bytes);
 
 /// What NCCL's tuner picks at `bytes`: the lowest estimated time over the algorithms this
-/// library builds (ring; tree for All-Reduce) and the protocols NCCL enables.
+/// library builds (ring; tree for All-Reduce; PAT for All-Gather) and the protocols NCCL
+/// enables.
 NcclEstimate nccl_tuner_pick(const NcclRingGraph& graph, support::Collective collective,
                              std::uint64_t bytes);
 
@@ -94,5 +95,19 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
 std::optional<NcclEstimate> nccl_tree_estimate(const NcclRingGraph& graph,
                                                support::Collective collective,
                                                topology::Protocol protocol, std::uint64_t bytes);
+
+/// Whether PAT runs: All-Gather with one GPU per node (NCCL's restriction, ncclPatEnable) on a
+/// power-of-two number of ranks (this baseline's).
+bool nccl_pat_runs(const NcclRingGraph& graph, support::Collective collective);
+
+/// PAT's All-Gather: log2(N) rounds, far peers first (nccl_pat.cpp). Throws InputError where
+/// it does not run.
+schedule::Schedule nccl_pat_schedule(const NcclRingGraph& graph, support::Collective collective,
+                                     const std::string& topology_name);
+
+/// NCCL's PAT estimate (Simple only): nullopt where PAT does not run.
+std::optional<NcclEstimate> nccl_pat_estimate(const NcclRingGraph& graph,
+                                              support::Collective collective,
+                                              topology::Protocol protocol, std::uint64_t bytes);
 
 }  // namespace optiflow::baselines
