@@ -118,7 +118,8 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
       Changes::values);
   runner.run("channels", plan, passes::assign_channels, Changes::values);
   const passes::ProtocolChoice protocols = runner.timed(
-      "protocols", plan.transfers.size(), [&] { return passes::choose_protocols(plan, topology); });
+      "protocols", plan.transfers.size(),
+      [&] { return passes::choose_protocols(plan, topology, options.reference_size_bytes); });
 
   Compilation result;
   const std::string name = options.name.empty() ? "optiflow" : options.name;

@@ -502,13 +502,20 @@ std::vector<std::pair<double, double>> list_schedule(const Plan& plan,
   return times;
 }
 
-// The estimated time of the whole collective: the protocol's launch cost, then the last
-// arrival.
-double estimated_us(const Plan& plan, const topology::Topology& topology,
-                    topology::Protocol protocol, double size_bytes) {
+// With no data the links never queue, so the list schedule is the longest chain of transfer
+// latencies, plus the launch cost: one pass in index order (every dependency has a lower
+// index).
+double latency_us(const Plan& plan, const topology::Topology& topology,
+                  topology::Protocol protocol) {
+  const std::vector<topology::TransferCost> costs = route_costs(plan, topology, protocol);
+  std::vector<double> done(plan.transfers.size());
   double last = 0;
-  for (const auto& [start, finish] : list_schedule(plan, topology, protocol, size_bytes))
-    last = std::max(last, finish);
+  for (std::size_t t = 0; t < plan.transfers.size(); ++t) {
+    double ready = 0;
+    for (std::int32_t d : plan.deps[t]) ready = std::max(ready, done[at(d)]);
+    done[t] = ready + costs[at(plan.transfers[t].route)].latency_us;
+    last = std::max(last, done[t]);
+  }
   return topology::protocol_costs(protocol).launch_us + last;
 }
 
@@ -522,16 +529,24 @@ void order(Plan& plan, const topology::Topology& topology, std::uint64_t referen
     std::tie(plan.transfers[t].start_us, plan.transfers[t].finish_us) = times[t];
 }
 
-ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topology) {
+ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topology,
+                                std::uint64_t reference_size_bytes) {
   if (plan.protocol) return {*plan.protocol, {}};
   // Time is close to affine in size for a fixed schedule (NCCL's tuner makes the same
-  // assumption): latency at no data, plus a slope measured at 1 GiB.
-  constexpr double kSlopeAt = double(std::uint64_t{1} << 30);
+  // assumption): the latency with no data, plus a slope. The order pass measured Simple's at
+  // the reference size; the other protocols move data at their share of the bandwidth (one
+  // share for every hop class in the protocol table).
+  double last_us = 0;
+  for (const Transfer& t : plan.transfers) last_us = std::max(last_us, t.finish_us);
+  const double simple_us = topology::protocol_costs(topology::Protocol::simple).launch_us + last_us;
+  const double simple_latency = latency_us(plan, topology, topology::Protocol::simple);
+  const double simple_slope = std::max(0.0, simple_us - simple_latency) /
+                              static_cast<double>(reference_size_bytes);
   std::array<std::pair<double, double>, topology::kProtocols.size()> lines{};  // latency, slope
   for (std::size_t p = 0; p < lines.size(); ++p) {
-    const double latency = estimated_us(plan, topology, topology::kProtocols[p], 0);
-    const double big = estimated_us(plan, topology, topology::kProtocols[p], kSlopeAt);
-    lines[p] = {latency, (big - latency) / kSlopeAt};
+    const topology::Protocol protocol = topology::kProtocols[p];
+    lines[p] = {latency_us(plan, topology, protocol),
+                simple_slope / topology::protocol_costs(protocol).share(topology::HopClass::nvlink)};
   }
   auto best_at = [&](double size) {
     std::size_t best = 0;
