@@ -83,11 +83,14 @@ void run_baseline_command(const BaselineArgs& args) {
 
 void add_baseline_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "baseline", "Build a contender (nccl: NCCL's tuner pick; nccl-ring), verify and simulate it");
+      "baseline",
+      "Build a contender (nccl: NCCL's tuner pick; nccl-ring, nccl-tree, nccl-pat), verify and "
+      "simulate it");
   auto args = std::make_shared<BaselineArgs>();
-  cmd->add_option("NAME", args->name, "nccl | nccl-ring")->required();
+  cmd->add_option("NAME", args->name, "nccl | nccl-ring | nccl-tree | nccl-pat")->required();
   cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
-  cmd->add_option("--collective", args->collective, "allgather")->capture_default_str();
+  cmd->add_option("--collective", args->collective, "allgather | reducescatter | allreduce")
+      ->capture_default_str();
   cmd->add_option("--sizes", args->sizes, "sizes: 1M, 1K:1G, 4K,64M")->capture_default_str();
   cmd->add_option("--model", args->model, "alpha-beta | flow")->capture_default_str();
   cmd->add_option("-o,--output", args->output, "write the schedule JSON here");

@@ -98,7 +98,7 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     row.size_bytes = size;
     row.algorithm = std::string(to_string(best->algorithm));
     row.protocol = options.protocol.value_or(best->protocol);
-    row.channels = graph.channels;
+    row.channels = best->algorithm == NcclAlgorithm::pat ? 1 : graph.channels;
     row.model_us = best->time_us;
     run.rows.push_back(std::move(row));
   }

@@ -144,6 +144,7 @@ NcclRingGraph nccl_ring_graph(const Topology& topology) {
   NcclRingGraph graph;
   graph.ranks = topology.rank_count();
   graph.gpu_sm = topology.gpu_sm();
+  graph.ll128 = topology::protocol_enabled(topology, topology::Protocol::ll128);
   if (graph.gpu_sm == 0)
     graph.notes.push_back("the topology does not give the GPUs' sm: NCCL's caps for sm80");
   const std::vector<std::vector<int>> hosts = ranks_by_host(topology);

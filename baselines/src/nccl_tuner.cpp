@@ -14,14 +14,14 @@ namespace {
 using topology::HopClass;
 using topology::Protocol;
 
-// tuning.cc l.84-94, by GPU generation (Volta, Ampere, Hopper) and nodes (1, 2, more).
+// tuning.cc l.86-96, by GPU generation (Volta, Ampere, Hopper) and nodes (1, 2, more).
 // llMaxBws caps a ring's LL bus bandwidth; its multi-node rows follow the CPU vendor, Intel
 // assumed (row 0).
 constexpr double kLlMaxBws[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
 // perChMaxRingLL128Bws: LL128 per search channel.
 constexpr double kPerChMaxRingLL128Bws[3][3] = {
     {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
-// With one GPU per node the network latency is the tree's (tuning.cc l.238): hwLat[NET][Tree].
+// With one GPU per node the network latency is the tree's (tuning.cc l.236): hwLat[NET][Tree].
 constexpr std::array<double, 3> kTreeNetLatencyUs{5.0, 8.5, 14.0};  // LL, LL128, Simple
 // getNetOverhead: 1 us on Intel x86 (assumed), three times that for Simple.
 constexpr double kNetOverheadUs = 1.0;
@@ -52,11 +52,6 @@ int generation_index(int sm) {
   return effective >= 90 ? 2 : effective >= 80 ? 1 : 0;
 }
 
-bool ll128_enabled(const NcclRingGraph& graph) {
-  const int sm = graph.gpu_sm == 0 ? 80 : graph.gpu_sm;
-  return (sm == 70 || sm == 80 || sm == 90) && graph.intra == HopClass::nvlink;
-}
-
 }  // namespace
 
 std::string_view to_string(NcclAlgorithm algorithm) {
@@ -67,7 +62,7 @@ std::string_view to_string(NcclAlgorithm algorithm) {
 std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
                                                support::Collective collective, Protocol protocol,
                                                std::uint64_t bytes) {
-  if (protocol == Protocol::ll128 && !ll128_enabled(graph)) return std::nullopt;
+  if (protocol == Protocol::ll128 && !graph.ll128) return std::nullopt;
   const int n = graph.ranks, nodes = graph.nodes;
   const bool all_reduce = collective == support::Collective::all_reduce;
   const int steps = all_reduce ? 2 * (n - 1) : n - 1;
@@ -91,7 +86,8 @@ std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
   NcclEstimate estimate;
   estimate.protocol = protocol;
   estimate.latency_us = costs.launch_us + (steps - inter_steps) * intra_us + inter_steps * inter_us;
-  // topoGetAlgoInfo (enqueue.cc): the "plateau effect of ring" for multi-node All-Reduce.
+  // ncclTopoGetAlgoTime (tuning.cc l.459-462): the "plateau effect of ring" for multi-node
+  // All-Reduce.
   const bool plateau = all_reduce && nodes > 1 && protocol == Protocol::simple &&
                        bytes / (static_cast<std::uint64_t>(graph.channels) * n) >= 64;
   if (plateau) estimate.latency_us *= graph.gpu_sm != 0 && graph.gpu_sm < 80 ? 1.9 : 1.4;
@@ -105,7 +101,7 @@ std::optional<NcclEstimate> nccl_tree_estimate(const NcclRingGraph& graph,
                                                support::Collective collective, Protocol protocol,
                                                std::uint64_t bytes) {
   if (collective != support::Collective::all_reduce) return std::nullopt;
-  if (protocol == Protocol::ll128 && !ll128_enabled(graph)) return std::nullopt;
+  if (protocol == Protocol::ll128 && !graph.ll128) return std::nullopt;
   const int nodes = graph.nodes, ppn = graph.ranks / graph.nodes;
   const int generation = generation_index(graph.gpu_sm);
   const int by_nodes = nodes <= 2 ? nodes - 1 : 2;
@@ -137,7 +133,7 @@ std::optional<NcclEstimate> nccl_pat_estimate(const NcclRingGraph& graph,
                                               support::Collective collective, Protocol protocol,
                                               std::uint64_t bytes) {
   if (protocol != Protocol::simple || !nccl_pat_runs(graph, collective)) return std::nullopt;
-  // tuning.cc l.224 and l.276-279: busBw * 0.85 with no algorithm-bandwidth ratio, and
+  // tuning.cc l.193, l.221 and l.276-279: busBw * 0.85 with no algorithm-bandwidth ratio, and
   // 8 + log2(nodes) * interLat / 3.5 + 2.8 * ranks, interLat = hwLat[NET][Tree][Simple].
   NcclEstimate estimate;
   estimate.algorithm = NcclAlgorithm::pat;

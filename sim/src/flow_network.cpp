@@ -1,6 +1,6 @@
 // Flow level: the transfers on a link share its bandwidth max-min fairly (progressive
-// filling, each transfer also held to its protocol's per-connection cap), recomputed whenever
-// a transfer starts or finishes; a transfer arrives its latency after its last byte has left.
+// filling), recomputed whenever a transfer starts or finishes; a transfer moves its wire bytes
+// (data / the protocol's share) and arrives its latency after its last byte has left.
 #include <algorithm>
 #include <queue>
 #include <tuple>
@@ -30,13 +30,7 @@ class FlowNetwork final : public Network {
     advance(now);
     started_us[static_cast<std::size_t>(id)] = now;
     const double wire = size * cost.wire_per_byte;
-    // Only a cap below the route's own bottleneck constrains the sharing.
-    const double cap_GBps = cost.rate_GBps * cost.wire_per_byte;
-    const bool capped =
-        cap_GBps < graph_.transfers[static_cast<std::size_t>(id)].cost.bottleneck_GBps;
-    capped_ += capped ? 1 : 0;
-    active_.push_back(
-        Flow{id, wire, 0, capped ? support::bytes_per_us(cap_GBps) : kNever, cost.latency_us});
+    active_.push_back(Flow{id, wire, 0, cost.latency_us});
     for (topology::LinkId l : links_of(id)) {
       if (flows_on_[l]++ == 0) loaded_.push_back(l);
       bytes_[l] += wire;
@@ -62,7 +56,6 @@ class FlowNetwork final : public Network {
       for (auto it = drained; it != active_.end(); ++it) {
         for (topology::LinkId l : links_of(it->id))
           if (--flows_on_[l] == 0) std::erase(loaded_, l);
-        if (it->cap != kNever) --capped_;
         latency_.push({now + it->latency_us, sequence_++, it->id});
       }
       active_.erase(drained, active_.end());
@@ -82,7 +75,6 @@ class FlowNetwork final : public Network {
     std::int32_t id;
     double remaining;  // wire bytes
     double rate;       // wire bytes per microsecond
-    double cap;        // the most `rate` may be
     double latency_us;
   };
 
@@ -101,8 +93,7 @@ class FlowNetwork final : public Network {
   }
 
   // Progressive filling, by levels: every link whose even split of its remaining capacity is
-  // the smallest fixes all its unfixed flows at that share, in one round; a flow whose cap is
-  // below that level is fixed at its cap first.
+  // the smallest fixes all its unfixed flows at that share, in one round.
   void share_bandwidth() {
     const std::size_t loaded = loaded_.size();
     left_.resize(loaded);
@@ -126,37 +117,20 @@ class FlowNetwork final : public Network {
       double share = kNever;
       for (std::size_t i = 0; i < loaded; ++i)
         if (unfixed_[i] > 0) share = std::min(share, left_[i] / unfixed_[i]);
-      if (fix_capped_below(share, remaining)) continue;
       for (std::size_t i = 0; i < loaded; ++i) {
         if (unfixed_[i] == 0 || left_[i] / unfixed_[i] > share) continue;
         for (std::int32_t m = member_begin_[i]; m < member_begin_[i + 1]; ++m) {
           const auto f = static_cast<std::size_t>(members_[static_cast<std::size_t>(m)]);
           if (fixed_[f]) continue;
-          fix(f, share, remaining);
+          fixed_[f] = 1;
+          --remaining;
+          active_[f].rate = share;
+          for (topology::LinkId l : links_of(active_[f].id)) {
+            left_[static_cast<std::size_t>(slot_[l])] -= share;
+            --unfixed_[static_cast<std::size_t>(slot_[l])];
+          }
         }
       }
-    }
-  }
-
-  // Fixes every unfixed flow whose cap is below `level` at its cap; false if there is none.
-  bool fix_capped_below(double level, std::size_t& remaining) {
-    bool any = false;
-    if (capped_ == 0) return false;
-    for (std::size_t f = 0; f < active_.size(); ++f) {
-      if (fixed_[f] || active_[f].cap >= level) continue;
-      fix(f, active_[f].cap, remaining);
-      any = true;
-    }
-    return any;
-  }
-
-  void fix(std::size_t f, double rate, std::size_t& remaining) {
-    fixed_[f] = 1;
-    --remaining;
-    active_[f].rate = rate;
-    for (topology::LinkId l : links_of(active_[f].id)) {
-      left_[static_cast<std::size_t>(slot_[l])] -= rate;
-      --unfixed_[static_cast<std::size_t>(slot_[l])];
     }
   }
 
@@ -173,7 +147,6 @@ class FlowNetwork final : public Network {
   std::vector<Flow> active_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> latency_;
   std::uint64_t sequence_ = 0;
-  std::size_t capped_ = 0;  // active flows with a cap
   double now_ = 0;
   bool dirty_ = false;
 };

@@ -258,6 +258,29 @@ TEST(Compiler, ChoosesTheProtocolPerSize) {
   for (std::size_t i = 1; i < schedule.protocol_by_size.size(); ++i)
     EXPECT_LT(schedule.protocol_by_size[i - 1].max_bytes, schedule.protocol_by_size[i].max_bytes);
   EXPECT_TRUE(schedule::parse_msccl_xml(schedule::write_msccl_xml(schedule), "ring.xml") == schedule);
+  // A file for a size range runs the protocol chosen for its largest size.
+  schedule::MscclExportOptions small;
+  small.max_bytes = 1024;
+  EXPECT_NE(schedule::write_msccl_xml(schedule, small).find("proto=\"LL\""), std::string::npos);
+}
+
+// NCCL runs LL128 only over NVLink (and on the GPU generations it tests): never on a fat tree
+// of NICs, nor on sm86.
+TEST(Compiler, ChoosesLl128OnlyWhereNcclEnablesIt) {
+  const auto uses_ll128 = [](const schedule::Schedule& s) {
+    bool any = s.protocol == "LL128";
+    for (const auto& range : s.protocol_by_size) any = any || range.protocol == "LL128";
+    return any;
+  };
+  topology::Topology a100 = topology::make_a100(2);
+  EXPECT_TRUE(uses_ll128(
+      compile_text("ring over all", "r.ofl", a100, support::Collective::all_gather).schedule));
+  a100.set_gpu_sm(86);
+  EXPECT_FALSE(uses_ll128(
+      compile_text("ring over all", "r.ofl", a100, support::Collective::all_gather).schedule));
+  const topology::Topology fattree = *topology::make_builtin_topology("fattree8");
+  EXPECT_FALSE(uses_ll128(
+      compile_text("ring over all", "r.ofl", fattree, support::Collective::all_gather).schedule));
 }
 
 TEST(Compiler, AProtocolStatementForcesOneForEverySize) {

@@ -83,8 +83,7 @@ SimOptions with_model(Model model) {
 // No protocol costs at all: the network model alone.
 SimOptions bare(Model model) {
   SimOptions options = with_model(model);
-  options.protocol_costs = topology::ProtocolCosts{
-      topology::Protocol::simple, 0, {0, 0, 0}, {1, 1, 1}, std::numeric_limits<double>::infinity()};
+  options.protocol_costs = topology::ProtocolCosts{topology::Protocol::simple, 0, {0, 0, 0}, {1, 1, 1}};
   return options;
 }
 

@@ -549,10 +549,10 @@ ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topo
                 simple_slope / topology::protocol_costs(protocol).share(topology::HopClass::nvlink)};
   }
   auto best_at = [&](double size) {
-    std::size_t best = 0;
-    for (std::size_t p = 1; p < lines.size(); ++p)
-      if (lines[p].first + lines[p].second * size <
-          lines[best].first + lines[best].second * size)
+    std::size_t best = static_cast<std::size_t>(topology::Protocol::simple);
+    for (std::size_t p = 0; p < lines.size(); ++p)
+      if (topology::protocol_enabled(topology, topology::kProtocols[p]) &&
+          lines[p].first + lines[p].second * size < lines[best].first + lines[best].second * size)
         best = p;
     return topology::kProtocols[best];
   };

@@ -486,7 +486,11 @@ bool is_msccl_protocol(std::string_view name) {
 
 std::string write_msccl_xml(const Schedule& schedule, const MscclExportOptions& options) {
   std::string out =
-      "<algo" + attr("name", escape(schedule.name)) + attr("proto", escape(schedule.protocol)) +
+      "<algo" + attr("name", escape(schedule.name)) +
+      // MSCCL runs one protocol per file: the one chosen for the file's largest size.
+      attr("proto", escape(std::string(options.max_bytes > 0
+                                           ? schedule.protocol_for(options.max_bytes)
+                                           : std::string_view(schedule.protocol)))) +
       attr("nchannels", channel_count(schedule)) + attr("nchunksperloop", schedule.chunks) +
       attr("ngpus", schedule.ranks) + attr("coll", std::string(to_string(schedule.collective))) +
       attr("inplace", schedule.inplace ? 1 : 0) +

@@ -19,7 +19,7 @@ RouteCost route_cost(const Topology& topology, std::span<const LinkId> route) {
 TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol) {
   const double share = protocol.share(route.hop);
   return {route.alpha_us + protocol.step_latency(route.hop),
-          std::min(route.bottleneck_GBps * share, protocol.connection_cap_GBps), 1.0 / share};
+          route.bottleneck_GBps * share, 1.0 / share};
 }
 
 FifoLinks::FifoLinks(const Topology& topology)

@@ -1,27 +1,24 @@
 #include "optiflow/topology/protocol.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace optiflow::topology {
 namespace {
 
-constexpr double kNoCap = std::numeric_limits<double>::infinity();
-
 // The labelled table (docs/cost-model.md). Source: NCCL v2.23.4-1, src/graph/tuning.cc, the
 // ring rows:
 //   baseLat[Ring]          = { LL 6.6, LL128 14.0, Simple 8.4 } us          (l.57)
-//   hwLat[NVLINK][Ring]    = { .6, 1.9, 3.4 } us                             (l.66)
-//   hwLat[PCI][Ring]       = { 1.0, 2.5, 5.7 } us                            (l.70)
-//   hwLat[NET][Ring]       = { 2.7, 4.0, 14.0 } us                           (l.74)
-// Data shares, from the ring bandwidth refinements (l.188-189): LL's bus bandwidth is 0.5 of
+//   hwLat[NVLINK][Ring]    = { .6, 1.9, 3.4 } us                             (l.67)
+//   hwLat[PCI][Ring]       = { 1.0, 2.5, 5.7 } us                            (l.71)
+//   hwLat[NET][Ring]       = { 2.7, 4.0, 14.0 } us                           (l.75)
+// Data shares, from the ring bandwidth refinements (l.187-188): LL's bus bandwidth is 0.5 of
 // Simple's, LL128's 0.92 (120 of every 128 bytes are data). NCCL's aggregate caps (llMaxBws,
 // perChMaxRingLL128Bws: per GPU generation) are not modelled; docs/cost-model.md says where
 // that matters.
 constexpr std::array<ProtocolCosts, 3> kTable{{
-    {Protocol::ll, 6.6, {0.6, 1.0, 2.7}, {0.5, 0.5, 0.5}, kNoCap},
-    {Protocol::ll128, 14.0, {1.9, 2.5, 4.0}, {0.92, 0.92, 0.92}, kNoCap},
-    {Protocol::simple, 8.4, {3.4, 5.7, 14.0}, {1.0, 1.0, 1.0}, kNoCap},
+    {Protocol::ll, 6.6, {0.6, 1.0, 2.7}, {0.5, 0.5, 0.5}},
+    {Protocol::ll128, 14.0, {1.9, 2.5, 4.0}, {0.92, 0.92, 0.92}},
+    {Protocol::simple, 8.4, {3.4, 5.7, 14.0}, {1.0, 1.0, 1.0}},
 }};
 
 constexpr std::array<std::string_view, 3> kNames{"LL", "LL128", "Simple"};
@@ -59,6 +56,21 @@ HopClass hop_class(const Topology& topology, std::span<const LinkId> route) {
     }
   }
   return hop;
+}
+
+bool protocol_enabled(const Topology& topology, Protocol protocol) {
+  if (protocol != Protocol::ll128) return true;
+  const int sm = topology.gpu_sm();
+  if (sm != 0 && sm != 70 && sm != 80 && sm != 90) return false;
+  for (NodeId gpu : topology.gpus_by_rank()) {
+    const std::vector<LinkId> out = topology.out_links(gpu);
+    const bool nvlink = std::any_of(out.begin(), out.end(), [&](LinkId l) {
+      const LinkKind kind = topology.link(l).kind;
+      return kind == LinkKind::nvlink || kind == LinkKind::nvswitch;
+    });
+    if (!nvlink) return false;
+  }
+  return true;
 }
 
 const ProtocolCosts& protocol_costs(Protocol protocol) {

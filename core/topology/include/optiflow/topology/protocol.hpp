@@ -43,9 +43,6 @@ struct ProtocolCosts {
   std::array<double, kHopClasses> step_latency_us{};
   /// Share of a link's bandwidth that carries data, by HopClass.
   std::array<double, kHopClasses> data_share{};
-  /// The most data one connection (one channel) moves, in GB/s: NCCL's per-channel caps;
-  /// infinity where NCCL has none.
-  double connection_cap_GBps = 0;
 
   double step_latency(HopClass hop) const { return step_latency_us[static_cast<std::size_t>(hop)]; }
   double share(HopClass hop) const { return data_share[static_cast<std::size_t>(hop)]; }
@@ -53,6 +50,10 @@ struct ProtocolCosts {
 
 /// The labelled table's row for `protocol`.
 const ProtocolCosts& protocol_costs(Protocol protocol);
+
+/// Whether NCCL runs `protocol` on this topology by default. LL128 only where NCCL tests it
+/// (tuning.cc): GPUs of sm 70, 80 or 90 (or not given) joined by NVLink; LL and Simple always.
+bool protocol_enabled(const Topology& topology, Protocol protocol);
 
 /// The cheapest launch cost of any protocol: what no schedule can avoid.
 double min_launch_us();
