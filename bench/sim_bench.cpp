@@ -1,6 +1,7 @@
-// How fast the simulator evaluates candidates (goals: >= 2000/s alpha-beta, >= 200/s flow for a
-// 32-GPU All-Gather with 8 chunks per rank on a100x4) and how it scales with the cluster
-// (goal: a ring on a100x128, 1024 GPUs, in under a second with alpha-beta).
+// How fast the simulator evaluates candidates under the FIFO-connection cost model (goals:
+// >= 2000/s alpha-beta, >= 300/s flow for a 32-GPU All-Gather with 8 chunks per rank on
+// a100x4) and how it scales with the cluster (goals: a ring on a100x128, 1024 GPUs, in under a
+// second with alpha-beta; time per transfer within 2x from 32 to 1024 GPUs).
 //
 // A candidate is an already-compiled schedule; evaluating it = constructing the Simulator and
 // running one size (1 GiB). Construction and run are also timed on their own.
