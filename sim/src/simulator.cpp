@@ -180,13 +180,7 @@ class Run {
     r.protocol = protocol_;
     StepIndex last = -1;
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
-      if (end_[s] < 0)
-        throw support::InputError(support::SourceLocation{impl_.name, 0, 0, {}},
-                                  "the simulation stalls: rank " +
-                                      std::to_string(graph_.steps[s].rank) + " tb " +
-                                      std::to_string(graph_.steps[s].tb) + " step " +
-                                      std::to_string(graph_.steps[s].step) +
-                                      " never runs (verify the schedule with `optiflow check`)");
+      if (end_[s] < 0) stalled(static_cast<StepIndex>(s));
       if (last < 0 || end_[s] > end_[static_cast<std::size_t>(last)])
         last = static_cast<StepIndex>(s);
     }
@@ -211,6 +205,26 @@ class Run {
     }
     if (impl_.options.record_timeline) r.timeline = timeline();
     return r;
+  }
+
+  // The first step that never ran: a send still waiting for a slot is the schedule holding
+  // more messages in flight than a connection has (the verifier assumes unbounded FIFOs).
+  [[noreturn]] void stalled(StepIndex s) const {
+    std::string waits;
+    for (StepIndex blocked : blocked_) {
+      if (blocked < 0) continue;
+      const SimStep& send = graph_.steps[static_cast<std::size_t>(blocked)];
+      waits = "; rank " + std::to_string(send.rank) + " tb " + std::to_string(send.tb) +
+              " step " + std::to_string(send.step) + " waits for a slot: its connection holds " +
+              std::to_string(impl_.options.slots) + " steps in flight, as NCCL's do";
+      break;
+    }
+    const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
+    throw support::InputError(
+        support::SourceLocation{impl_.name, 0, 0, {}},
+        "the simulation stalls: rank " + std::to_string(step.rank) + " tb " +
+            std::to_string(step.tb) + " step " + std::to_string(step.step) + " never runs" +
+            (waits.empty() ? " (verify the schedule with `optiflow check`)" : waits));
   }
 
   std::vector<TransferRecord> timeline() const {

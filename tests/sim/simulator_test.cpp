@@ -19,6 +19,7 @@
 
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
 #include "optiflow/topology/generators.hpp"
 
@@ -511,6 +512,30 @@ double ninth_send_starts_us(int slots) {
     if (t.rank == 0 && t.step == 8) return t.start_us;
   ADD_FAILURE() << "no ninth send";
   return -1;
+}
+
+// Rank 0 sends nine messages before it receives; rank 1 receives only after its own nine
+// sends: with unbounded FIFOs that runs, with 8 slots both wait for a slot forever, and the
+// error says so.
+TEST(SimConnections, MoreInFlightThanSlotsStallsWithAClearError) {
+  const Topology topo = builtin("fullmesh2");
+  Schedule schedule = empty_schedule("too-deep", Collective::all_gather, 2, 2);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<Step> steps;
+    for (int k = 0; k < 9; ++k) steps.push_back(make_step(StepKind::send, r, 1));
+    for (int k = 0; k < 9; ++k) steps.push_back(make_step(StepKind::recv, 1 - r, 1));
+    schedule.programs[static_cast<std::size_t>(r)].tbs.push_back(block(1 - r, 1 - r, 0, steps));
+  }
+  SimOptions options = bare(Model::alpha_beta);
+  options.slots = 9;
+  EXPECT_NO_THROW(Simulator(topo, schedule, options).run(1024));
+  options.slots = 8;
+  try {
+    Simulator(topo, schedule, options).run(1024);
+    ADD_FAILURE() << "no stall";
+  } catch (const support::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("waits for a slot"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SimConnections, ASendWaitsForAFreeSlot) {

@@ -134,8 +134,10 @@ TEST(Generators, OnlyTheLeafToSpineHopOfTheHardwareTopologiesHasAnAlpha) {
           << name << ": " << topo.node(l.src).id << " -> " << topo.node(l.dst).id;
     }
   }
-  for (const char* name : {"ring4", "torus2x3", "fullmesh4"})
-    for (const Link& l : make_builtin_topology(name)->links()) EXPECT_DOUBLE_EQ(l.alpha_us, 1.0);
+  for (const char* name : {"ring4", "torus2x3", "fullmesh4"}) {
+    const Topology topo = *make_builtin_topology(name);  // a temporary would die before the loop
+    for (const Link& l : topo.links()) EXPECT_DOUBLE_EQ(l.alpha_us, 1.0);
+  }
   const Topology fattree = make_fattree(16);
   for (const Link& l : fattree.links()) {
     const bool to_gpu =
