@@ -32,12 +32,14 @@ void print_table(const topology::Topology& topo, const baselines::BaselineRun& r
   for (const std::string& note : run.notes) std::cout << "  " << note << "\n";
   std::cout << strprintf("%10s %6s %7s %4s %12s %12s %12s %9s\n", "size", "algo", "proto", "ch",
                          "time_us", "busbw GB/s", "nccl model", "x bound");
-  for (const auto& row : run.rows)
-    std::cout << strprintf("%10s %6s %7s %4d %12.3f %12.3f %12.3f %9.3f\n",
+  for (const auto& row : run.rows) {
+    const std::string model = row.model_us ? strprintf("%12.3f", *row.model_us) : "           -";
+    std::cout << strprintf("%10s %6s %7s %4d %12.3f %12.3f %s %9.3f\n",
                            support::format_size(row.size_bytes).c_str(), row.algorithm.c_str(),
                            std::string(topology::to_string(row.protocol)).c_str(), row.channels,
-                           row.sim.time_us, row.sim.busbw_GBps, row.model_us.value_or(0),
+                           row.sim.time_us, row.sim.busbw_GBps, model.c_str(),
                            row.sim.time_us / bound.at(row.size_bytes).time_us);
+  }
   std::cout << "\ntime_us: simulated; nccl model: the time NCCL's own tuner predicts for its pick\n";
 }
 
@@ -67,7 +69,7 @@ void run_baseline_command(const BaselineArgs& args) {
                     {"algorithm", row.algorithm},
                     {"protocol", topology::to_string(row.protocol)},
                     {"channels", row.channels},
-                    {"nccl_model_us", row.model_us.value_or(0)},
+                    {"nccl_model_us", row.model_us ? nlohmann::json(*row.model_us) : nullptr},
                     {"bound_us", bound.at(row.size_bytes).time_us},
                     {"bound_ratio", row.sim.time_us / bound.at(row.size_bytes).time_us}});
   const nlohmann::json doc{{"topology", topo.name()},
@@ -84,10 +86,12 @@ void run_baseline_command(const BaselineArgs& args) {
 void add_baseline_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "baseline",
-      "Build a contender (nccl: NCCL's tuner pick; nccl-ring, nccl-tree, nccl-pat), verify and "
-      "simulate it");
+      "Build a contender (nccl: NCCL's tuner pick; nccl-ring, nccl-tree, nccl-pat; "
+      "pat-hierarchical, not NCCL's), verify and simulate it");
   auto args = std::make_shared<BaselineArgs>();
-  cmd->add_option("NAME", args->name, "nccl | nccl-ring | nccl-tree | nccl-pat")->required();
+  cmd->add_option("NAME", args->name,
+                  "nccl | nccl-ring | nccl-tree | nccl-pat | pat-hierarchical")
+      ->required();
   cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
   cmd->add_option("--collective", args->collective, "allgather | reducescatter | allreduce")
       ->capture_default_str();

@@ -17,15 +17,17 @@ struct Known {
   std::string_view name;
   std::vector<NcclAlgorithm> algorithms;
 };
-const std::array<Known, 4>& known() {
-  static const std::array<Known, 4> table{
+const std::array<Known, 5>& known() {
+  static const std::array<Known, 5> table{
       {{"nccl", {NcclAlgorithm::ring, NcclAlgorithm::tree, NcclAlgorithm::pat}},
        {"nccl-ring", {NcclAlgorithm::ring}},
        {"nccl-tree", {NcclAlgorithm::tree}},
-       {"nccl-pat", {NcclAlgorithm::pat}}}};
+       {"nccl-pat", {NcclAlgorithm::pat}},
+       {"pat-hierarchical", {NcclAlgorithm::pat_hierarchical}}}};
   return table;
 }
-constexpr std::array<std::string_view, 4> kNames{"nccl", "nccl-ring", "nccl-tree", "nccl-pat"};
+constexpr std::array<std::string_view, 5> kNames{"nccl", "nccl-ring", "nccl-tree", "nccl-pat",
+                                                 "pat-hierarchical"};
 
 std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGraph& graph,
                                      support::Collective collective, topology::Protocol protocol,
@@ -35,6 +37,11 @@ std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGrap
       return nccl_tree_estimate(graph, collective, protocol, bytes);
     case NcclAlgorithm::pat:
       return nccl_pat_estimate(graph, collective, protocol, bytes);
+    case NcclAlgorithm::pat_hierarchical:  // not NCCL's: no model, Simple as PAT
+      if (protocol != topology::Protocol::simple ||
+          collective != support::Collective::all_gather)
+        return std::nullopt;
+      return NcclEstimate{algorithm, protocol, 0, 0, 0};
     case NcclAlgorithm::ring:
       break;
   }
@@ -76,6 +83,9 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
   run.name = std::string(name);
   const NcclRingGraph graph = nccl_ring_graph(topology);
   run.notes = graph.notes;
+  if (name == "pat-hierarchical")
+    run.notes = {"not an NCCL algorithm: PAT across nodes among each rail's GPUs, then a direct "
+                 "exchange inside each node (NCCL runs PAT only with one GPU per node)"};
 
   std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
   std::sort(ascending.begin(), ascending.end());
@@ -98,8 +108,10 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     row.size_bytes = size;
     row.algorithm = std::string(to_string(best->algorithm));
     row.protocol = options.protocol.value_or(best->protocol);
-    row.channels = best->algorithm == NcclAlgorithm::pat ? 1 : graph.channels;
-    row.model_us = best->time_us;
+    const bool pat = best->algorithm == NcclAlgorithm::pat ||
+                     best->algorithm == NcclAlgorithm::pat_hierarchical;
+    row.channels = pat ? 1 : graph.channels;
+    if (best->algorithm != NcclAlgorithm::pat_hierarchical) row.model_us = best->time_us;
     run.rows.push_back(std::move(row));
   }
 
@@ -108,10 +120,13 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
   for (const BaselineRow& row : run.rows) {
     if (schedules.contains(row.algorithm)) continue;
     schedule::Schedule s =
-        row.algorithm == "tree"  ? nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks,
-                                                      collective, topology.name())
-        : row.algorithm == "pat" ? nccl_pat_schedule(graph, collective, topology.name())
-                                 : nccl_ring_schedule(graph, collective, topology.name());
+        row.algorithm == "tree" ? nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks,
+                                                     collective, topology.name())
+        : row.algorithm == "pat"
+            ? nccl_pat_schedule(graph, collective, topology.name())
+        : row.algorithm == "pat-hierarchical"
+            ? hierarchical_pat_schedule(topology, collective)
+            : nccl_ring_schedule(graph, collective, topology.name());
     s.name = run.name;
     const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topology);
     if (!verdict.ok())

@@ -28,23 +28,6 @@ constexpr std::size_t kMaxChannels = 32;  // MAXCHANNELS
   throw support::InputError(support::SourceLocation{topology.name(), 0, 0, {}}, message);
 }
 
-// Ranks by host, each host's in local order (hosts without a number count as one).
-std::vector<std::vector<int>> ranks_by_host(const Topology& topology) {
-  std::map<int, std::vector<std::pair<int, int>>> hosts;  // host -> (local, rank)
-  for (int rank = 0; rank < topology.rank_count(); ++rank) {
-    const topology::Node& gpu = topology.node(topology.gpu_of_rank(rank));
-    hosts[gpu.host].emplace_back(gpu.local, rank);
-  }
-  std::vector<std::vector<int>> result;
-  for (auto& [host, members] : hosts) {
-    std::sort(members.begin(), members.end());
-    std::vector<int> ranks;
-    for (const auto& [local, rank] : members) ranks.push_back(rank);
-    result.push_back(std::move(ranks));
-  }
-  return result;
-}
-
 // A GPU's NVLink bandwidth out (NCCL's totalBw for a GPU inside a node).
 double nvlink_out_GBps(const Topology& topology, int rank) {
   double total = 0;
@@ -139,6 +122,22 @@ double ring_bus_bw_GBps(const Topology& topology, const NcclRingGraph& graph) {
 
 }  // namespace
 
+std::vector<std::vector<int>> nccl_hosts(const Topology& topology) {
+  std::map<int, std::vector<std::pair<int, int>>> hosts;  // host -> (local, rank)
+  for (int rank = 0; rank < topology.rank_count(); ++rank) {
+    const topology::Node& gpu = topology.node(topology.gpu_of_rank(rank));
+    hosts[gpu.host].emplace_back(gpu.local, rank);
+  }
+  std::vector<std::vector<int>> result;
+  for (auto& [host, members] : hosts) {
+    std::sort(members.begin(), members.end());
+    std::vector<int> ranks;
+    for (const auto& [local, rank] : members) ranks.push_back(rank);
+    result.push_back(std::move(ranks));
+  }
+  return result;
+}
+
 NcclRingGraph nccl_ring_graph(const Topology& topology) {
   if (topology.rank_count() < 2) fail(topology, "NCCL's rings need at least two ranks");
   NcclRingGraph graph;
@@ -147,7 +146,7 @@ NcclRingGraph nccl_ring_graph(const Topology& topology) {
   graph.ll128 = topology::protocol_enabled(topology, topology::Protocol::ll128);
   if (graph.gpu_sm == 0)
     graph.notes.push_back("the topology does not give the GPUs' sm: NCCL's caps for sm80");
-  const std::vector<std::vector<int>> hosts = ranks_by_host(topology);
+  const std::vector<std::vector<int>> hosts = nccl_hosts(topology);
   graph.nodes = static_cast<int>(hosts.size());
   const bool uniform = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) {
     return h.size() == hosts.front().size();

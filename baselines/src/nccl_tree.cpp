@@ -3,8 +3,6 @@
 // channels on each, and inside a node a chain through its GPUs. Each channel reduces its share
 // of the buffer up the tree and broadcasts it back down, in pieces, so the two directions
 // pipeline as NCCL's tree kernels do.
-#include <map>
-
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/support/error.hpp"
 
@@ -70,17 +68,7 @@ schedule::Step piece_step(StepKind kind, std::int32_t chunk, std::vector<StepRef
 }  // namespace
 
 std::vector<NcclTree> nccl_trees(const NcclRingGraph& graph, const topology::Topology& topology) {
-  std::map<int, std::vector<std::pair<int, int>>> by_host;
-  for (int rank = 0; rank < graph.ranks; ++rank) {
-    const topology::Node& gpu = topology.node(topology.gpu_of_rank(rank));
-    by_host[gpu.host].emplace_back(gpu.local, rank);
-  }
-  std::vector<std::vector<int>> hosts;
-  for (auto& [host, members] : by_host) {
-    std::sort(members.begin(), members.end());
-    hosts.emplace_back();
-    for (const auto& [local, rank] : members) hosts.back().push_back(rank);
-  }
+  const std::vector<std::vector<int>> hosts = nccl_hosts(topology);
   const int nodes = static_cast<int>(hosts.size());
   const std::size_t ppn = hosts.front().size();
   std::vector<NcclTree> trees;

@@ -55,7 +55,7 @@ int generation_index(int sm) {
 }  // namespace
 
 std::string_view to_string(NcclAlgorithm algorithm) {
-  constexpr std::array<std::string_view, 3> names{"ring", "tree", "pat"};
+  constexpr std::array<std::string_view, 4> names{"ring", "tree", "pat", "pat-hierarchical"};
   return names[static_cast<std::size_t>(algorithm)];
 }
 

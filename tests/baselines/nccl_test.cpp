@@ -116,6 +116,7 @@ TEST(NcclBaseline, VerifiesAndSimulatesOnTheReferenceTopologies) {
     const topology::Topology topo = builtin(name);
     for (std::string_view baseline : baseline_names()) {
       if (baseline == "nccl-pat") continue;  // one GPU per node only
+      if (baseline == "pat-hierarchical" && std::string(name) == "dgx1") continue;  // one node
       // The tree runs All-Reduce only.
       const Collective collective =
           baseline == "nccl-tree" ? Collective::all_reduce : Collective::all_gather;
@@ -233,6 +234,26 @@ TEST(NcclPat, RunsWithOneGpuPerNodeInLog2Rounds) {
   EXPECT_FALSE(nccl_pat_runs(nccl_ring_graph(builtin("a100x2")), Collective::all_gather));
   const std::vector<std::uint64_t> sizes{1024};
   EXPECT_THROW(run_baseline("nccl-pat", builtin("a100x2"), Collective::all_gather, sizes),
+               support::InputError);
+}
+
+// The hierarchical PAT is labelled as not NCCL's, has no tuner estimate, runs Simple, and
+// verifies: PAT among each rail's GPUs across the 4 nodes (2 rounds), then 7 peers inside.
+TEST(NcclPat, TheHierarchicalVariantIsLabelledAndVerifies) {
+  const topology::Topology topo = builtin("a100x4");
+  const std::vector<std::uint64_t> sizes{1024, kGiB};
+  const BaselineRun run = run_baseline("pat-hierarchical", topo, Collective::all_gather, sizes);
+  ASSERT_FALSE(run.notes.empty());
+  EXPECT_NE(run.notes.front().find("not an NCCL algorithm"), std::string::npos);
+  for (const BaselineRow& row : run.rows) {
+    EXPECT_EQ(row.algorithm, "pat-hierarchical");
+    EXPECT_EQ(row.protocol, Protocol::simple);
+    EXPECT_FALSE(row.model_us);
+    EXPECT_GT(row.sim.time_us, 0);
+  }
+  EXPECT_TRUE(schedule::verify_schedule(run.schedule, &topo).ok());
+  EXPECT_EQ(run.schedule.programs[0].tbs.size(), 2u * 2u + 2u * 7u);
+  EXPECT_THROW(run_baseline("pat-hierarchical", builtin("a100x3"), Collective::all_gather, sizes),
                support::InputError);
 }
 

@@ -39,7 +39,13 @@ struct NcclRingGraph {
 /// Throws InputError when the topology has fewer than two ranks.
 NcclRingGraph nccl_ring_graph(const topology::Topology& topology);
 
-enum class NcclAlgorithm { ring, tree, pat };
+/// The ranks of each host, hosts by number, each in local order (GPUs without a host number
+/// count as one host).
+std::vector<std::vector<int>> nccl_hosts(const topology::Topology& topology);
+
+/// NCCL's algorithms as built here, and the hierarchical PAT, which is not NCCL's (no tuner
+/// model: it runs Simple at every size).
+enum class NcclAlgorithm { ring, tree, pat, pat_hierarchical };
 std::string_view to_string(NcclAlgorithm algorithm);
 
 /// The tuner's estimate for one algorithm and protocol: NCCL's latency and bus bandwidth,
@@ -105,6 +111,12 @@ bool nccl_pat_runs(const NcclRingGraph& graph, support::Collective collective);
 /// it does not run.
 schedule::Schedule nccl_pat_schedule(const NcclRingGraph& graph, support::Collective collective,
                                      const std::string& topology_name);
+
+/// Not an NCCL algorithm, and named so: PAT across nodes among the GPUs of each rail (local
+/// index), then every GPU hands what its rail gathered to the other GPUs of its node directly.
+/// For All-Gather on a power-of-two number of nodes with the same GPUs per node.
+schedule::Schedule hierarchical_pat_schedule(const topology::Topology& topology,
+                                             support::Collective collective);
 
 /// NCCL's PAT estimate (Simple only): nullopt where PAT does not run.
 std::optional<NcclEstimate> nccl_pat_estimate(const NcclRingGraph& graph,
