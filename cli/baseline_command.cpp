@@ -46,12 +46,8 @@ void print_table(const topology::Topology& topo, const baselines::BaselineRun& r
 void run_baseline_command(const BaselineArgs& args) {
   const topology::Topology topo = topology::load_topology(args.topology);
   const support::Collective collective = parse_collective(args.collective);
-  const auto model = sim::model_from_string(args.model);
-  if (!model)
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--model"},
-                              "unknown model '" + args.model + "' (alpha-beta or flow)");
   sim::SimOptions options;
-  options.model = *model;
+  options.model = parse_model(args.model);
   const auto sizes = support::parse_sizes(args.sizes);
   const baselines::BaselineRun run =
       baselines::run_baseline(args.name, topo, collective, sizes, options);
@@ -61,17 +57,13 @@ void run_baseline_command(const BaselineArgs& args) {
   const auto bound = topology::LowerBound::compute(topo, collective);
   if (!args.json) return print_table(topo, run, args, bound);
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : run.rows)
-    rows.push_back({{"size_bytes", row.size_bytes},
-                    {"time_us", row.sim.time_us},
-                    {"algbw_GBps", row.sim.algbw_GBps},
-                    {"busbw_GBps", row.sim.busbw_GBps},
-                    {"algorithm", row.algorithm},
-                    {"protocol", topology::to_string(row.protocol)},
-                    {"channels", row.channels},
-                    {"nccl_model_us", row.model_us ? nlohmann::json(*row.model_us) : nullptr},
-                    {"bound_us", bound.at(row.size_bytes).time_us},
-                    {"bound_ratio", row.sim.time_us / bound.at(row.size_bytes).time_us}});
+  for (const auto& row : run.rows) {
+    nlohmann::json entry = simulation_row(row.sim, bound);
+    entry["algorithm"] = row.algorithm;
+    entry["channels"] = row.channels;
+    entry["nccl_model_us"] = row.model_us ? nlohmann::json(*row.model_us) : nullptr;
+    rows.push_back(std::move(entry));
+  }
   const nlohmann::json doc{{"topology", topo.name()},
                            {"collective", support::to_string(collective)},
                            {"model", args.model},

@@ -26,4 +26,15 @@ std::string compact_number(double value) {
   return text;
 }
 
+nlohmann::json simulation_row(const sim::SimResult& result, const topology::LowerBound& bound) {
+  const double bound_us = bound.at(result.size_bytes).time_us;
+  return {{"size_bytes", result.size_bytes},
+          {"time_us", result.time_us},
+          {"algbw_GBps", result.algbw_GBps},
+          {"busbw_GBps", result.busbw_GBps},
+          {"protocol", topology::to_string(result.protocol)},
+          {"bound_us", bound_us},
+          {"bound_ratio", result.time_us / bound_us}};
+}
+
 }  // namespace optiflow::cli

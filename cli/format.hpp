@@ -1,7 +1,11 @@
 // Small text-formatting helpers for the command's output (GCC 12 has no <format>).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/topology/bounds.hpp"
 
 namespace optiflow::cli {
 
@@ -10,5 +14,9 @@ namespace optiflow::cli {
 
 /// "12.5" / "300" / "6.25": a bandwidth or time without trailing zeros (up to 3 decimals).
 std::string compact_number(double value);
+
+/// One result of the simulation JSON (docs/formats.md): size, time, bandwidths, protocol, and
+/// the bound at that size.
+nlohmann::json simulation_row(const sim::SimResult& result, const topology::LowerBound& bound);
 
 }  // namespace optiflow::cli

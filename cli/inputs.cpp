@@ -18,6 +18,14 @@ support::Collective parse_collective(const std::string& name) {
   return *collective;
 }
 
+sim::Model parse_model(const std::string& name) {
+  const auto model = sim::model_from_string(name);
+  if (!model)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--model"},
+                              "unknown model '" + name + "' (alpha-beta or flow)");
+  return *model;
+}
+
 schedule::Schedule load_schedule(const std::string& path, const topology::Topology& topology,
                                  support::Collective collective) {
   const std::string text = support::read_text_file(path);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "optiflow/schedule/schedule.hpp"
+#include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/collective.hpp"
 #include "optiflow/support/text_file.hpp"
 #include "optiflow/topology/topology.hpp"
@@ -14,6 +15,7 @@ namespace optiflow::cli {
 using support::read_text_file;
 using support::write_text_file;
 support::Collective parse_collective(const std::string& name);
+sim::Model parse_model(const std::string& name);
 
 /// A schedule from a file: schedule JSON or MSCCL XML (verified here, routes checked against
 /// `topology`), or a DSL program (compiled for `collective`, which verifies it).

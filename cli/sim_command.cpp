@@ -70,14 +70,10 @@ void print_table(const topology::Topology& topo, const schedule::Schedule& s, co
 void run_sim(const SimArgs& args) {
   const topology::Topology topo = topology::load_topology(args.topology);
   const support::Collective collective = parse_collective(args.collective);
-  const auto model = sim::model_from_string(args.model);
-  if (!model)
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--model"},
-                              "unknown model '" + args.model + "' (alpha-beta or flow)");
   const auto sizes = support::parse_sizes(args.sizes);
   const schedule::Schedule schedule = load_schedule(args.input, topo, collective);
   sim::SimOptions options;
-  options.model = *model;
+  options.model = parse_model(args.model);
   options.record_timeline = !args.timeline.empty();
   const sim::Simulator simulator(topo, schedule, options);
   const auto results = simulator.sweep(sizes);
@@ -94,14 +90,7 @@ void run_sim(const SimArgs& args) {
   }
   if (!args.json) return print_table(topo, schedule, args, results, bound);
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : results)
-    rows.push_back({{"size_bytes", r.size_bytes},
-                    {"time_us", r.time_us},
-                    {"algbw_GBps", r.algbw_GBps},
-                    {"busbw_GBps", r.busbw_GBps},
-                    {"protocol", topology::to_string(r.protocol)},
-                    {"bound_us", bound.at(r.size_bytes).time_us},
-                    {"bound_ratio", r.time_us / bound.at(r.size_bytes).time_us}});
+  for (const auto& r : results) rows.push_back(simulation_row(r, bound));
   const nlohmann::json doc{{"topology", topo.name()},
                            {"collective", support::to_string(schedule.collective)},
                            {"model", args.model},

@@ -8,6 +8,7 @@
 
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/support/error.hpp"
+#include "schedule_frame.hpp"
 
 namespace optiflow::baselines {
 namespace {
@@ -15,26 +16,14 @@ namespace {
 using schedule::StepKind;
 using schedule::StepRef;
 
-schedule::Step chunk_step(StepKind kind, int chunk, std::vector<StepRef> deps = {}) {
-  schedule::Step s;
-  s.kind = kind;
-  s.src_buf = schedule::BufferKind::output;
-  s.dst_buf = schedule::BufferKind::output;
-  s.src_off = chunk;
-  s.dst_off = chunk;
-  s.count = 1;
-  s.deps = std::move(deps);
-  return s;
+schedule::Schedule all_gather_frame(std::string name, int ranks, const std::string& topology) {
+  return schedule_frame(std::move(name), support::Collective::all_gather, ranks, ranks, topology);
 }
 
-}  // namespace
-
-bool nccl_pat_runs(const NcclRingGraph& graph, support::Collective collective) {
-  return collective == support::Collective::all_gather && graph.nodes == graph.ranks &&
-         std::has_single_bit(static_cast<unsigned>(graph.ranks));
+schedule::Step chunk_move(StepKind kind, int chunk, std::vector<StepRef> deps = {}) {
+  return chunk_step(kind, schedule::BufferKind::output, chunk, std::move(deps));
 }
 
-namespace {
 
 // PAT's rounds among `group` (a power of two of ranks, chunk x = rank x's data) for the member
 // at `position`, appended to its program as a send and a receive block per round (apart, so
@@ -53,11 +42,11 @@ void add_pat_rounds(schedule::RankProgram& program, const std::vector<int>& grou
     const auto recv_tb = static_cast<std::int32_t>(program.tbs.size() + 1);
     for (int j = 0; j < (1 << k); ++j) {
       const int held = member(j * stride);
-      send.steps.push_back(chunk_step(StepKind::send, held,
+      send.steps.push_back(chunk_move(StepKind::send, held,
                                       j == 0 ? std::vector<StepRef>{}
                                              : std::vector<StepRef>{arrived[held]}));
       const int coming = member(distance + j * stride);
-      recv.steps.push_back(chunk_step(StepKind::recv, coming));
+      recv.steps.push_back(chunk_move(StepKind::recv, coming));
       arrived[static_cast<std::size_t>(coming)] =
           StepRef{recv_tb, static_cast<std::int32_t>(recv.steps.size() - 1)};
     }
@@ -66,20 +55,12 @@ void add_pat_rounds(schedule::RankProgram& program, const std::vector<int>& grou
   }
 }
 
-schedule::Schedule all_gather_frame(std::string name, int ranks, const std::string& topology) {
-  schedule::Schedule s;
-  s.name = std::move(name);
-  s.collective = support::Collective::all_gather;
-  s.ranks = ranks;
-  s.chunks = ranks;  // chunk x is rank x's data
-  s.inplace = true;
-  s.topology = topology;
-  s.programs.resize(static_cast<std::size_t>(ranks));
-  for (auto& program : s.programs) program.output_chunks = ranks;
-  return s;
-}
-
 }  // namespace
+
+bool nccl_pat_runs(const NcclRingGraph& graph, support::Collective collective) {
+  return collective == support::Collective::all_gather && graph.nodes == graph.ranks &&
+         std::has_single_bit(static_cast<unsigned>(graph.ranks));
+}
 
 schedule::Schedule nccl_pat_schedule(const NcclRingGraph& graph, support::Collective collective,
                                      const std::string& topology_name) {
@@ -130,11 +111,11 @@ schedule::Schedule hierarchical_pat_schedule(const topology::Topology& topology,
         const int peer = hosts[h][other];
         schedule::ThreadBlock send{peer, -1, 0, {}};
         for (int x : mine)
-          send.steps.push_back(chunk_step(StepKind::send, x,
+          send.steps.push_back(chunk_move(StepKind::send, x,
                                           x == r ? std::vector<StepRef>{}
                                                  : std::vector<StepRef>{arrived[x]}));
         schedule::ThreadBlock recv{-1, peer, 0, {}};
-        for (int x : rail(other)) recv.steps.push_back(chunk_step(StepKind::recv, x));
+        for (int x : rail(other)) recv.steps.push_back(chunk_move(StepKind::recv, x));
         program.tbs.push_back(std::move(send));
         program.tbs.push_back(std::move(recv));
       }

@@ -8,25 +8,13 @@
 //                   All-Gather's N-2 receive-and-forward and receive.
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/support/error.hpp"
+#include "schedule_frame.hpp"
 
 namespace optiflow::baselines {
 namespace {
 
 using schedule::BufferKind;
 using schedule::StepKind;
-
-schedule::Step step(StepKind kind, BufferKind buffer, std::int32_t chunk,
-                    const std::vector<topology::LinkId>& route) {
-  schedule::Step s;
-  s.kind = kind;
-  s.src_buf = buffer;
-  s.dst_buf = buffer;
-  s.src_off = chunk;
-  s.dst_off = chunk;
-  s.count = 1;
-  if (schedule::step_sends(kind)) s.route = route;
-  return s;
-}
 
 // The kinds and chunk owners (as offsets from the block's ring position) of one ring block.
 std::vector<std::pair<StepKind, int>> ring_steps(support::Collective collective, int n) {
@@ -63,22 +51,8 @@ schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Colle
                               "NCCL's rings are built for allgather, reducescatter and allreduce; "
                               "not " + std::string(to_string(collective)));
   const int n = graph.ranks, channels = graph.channels;
-  schedule::Schedule s;
-  s.name = "nccl-ring";
-  s.collective = collective;
-  s.ranks = n;
-  s.chunks = n * channels;
-  s.inplace = true;
-  s.topology = topology_name;
-  s.programs.resize(static_cast<std::size_t>(n));
-  // In place, as the compiler emits them: All-Gather and All-Reduce work in the output buffer,
-  // Reduce-Scatter in its input, whose own slice is the result.
-  const bool scatter = collective == support::Collective::reduce_scatter;
-  for (auto& program : s.programs) {
-    program.input_chunks = collective == support::Collective::all_gather ? 0 : s.chunks;
-    program.output_chunks = scatter ? channels : s.chunks;
-  }
-  const BufferKind buffer = scatter ? BufferKind::input : BufferKind::output;
+  schedule::Schedule s = schedule_frame("nccl-ring", collective, n, n * channels, topology_name);
+  const BufferKind buffer = frame_buffer(collective);
   const auto steps = ring_steps(collective, n);
   // Rank r's data is chunks [r * channels, (r + 1) * channels); channel c carries the c-th.
   for (int c = 0; c < channels; ++c) {
@@ -94,7 +68,7 @@ schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Colle
       tb.recv_peer = at(-1);
       tb.channel = c;
       for (const auto& [kind, owner] : steps)
-        tb.steps.push_back(step(kind, buffer, at(owner) * channels + c, route));
+        tb.steps.push_back(chunk_step(kind, buffer, at(owner) * channels + c, {}, route));
       s.programs[static_cast<std::size_t>(at(0))].tbs.push_back(std::move(tb));
     }
   }

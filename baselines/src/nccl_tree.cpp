@@ -5,6 +5,7 @@
 // pipeline as NCCL's tree kernels do.
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/support/error.hpp"
+#include "schedule_frame.hpp"
 
 namespace optiflow::baselines {
 namespace {
@@ -53,18 +54,6 @@ TreeLinks second_tree(int n, int rank) {
   return links;
 }
 
-schedule::Step piece_step(StepKind kind, std::int32_t chunk, std::vector<StepRef> deps) {
-  schedule::Step s;
-  s.kind = kind;
-  s.src_buf = BufferKind::output;
-  s.dst_buf = BufferKind::output;
-  s.src_off = chunk;
-  s.dst_off = chunk;
-  s.count = 1;
-  s.deps = std::move(deps);
-  return s;
-}
-
 }  // namespace
 
 std::vector<NcclTree> nccl_trees(const NcclRingGraph& graph, const topology::Topology& topology) {
@@ -103,15 +92,8 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
                               "NCCL's tree runs allreduce; not " +
                                   std::string(to_string(collective)));
   const int channels = static_cast<int>(trees.size());
-  schedule::Schedule s;
-  s.name = "nccl-tree";
-  s.collective = collective;
-  s.ranks = ranks;
-  s.chunks = channels * kNcclTreePieces;
-  s.inplace = true;
-  s.topology = topology_name;
-  s.programs.resize(static_cast<std::size_t>(ranks));
-  for (auto& program : s.programs) program.input_chunks = program.output_chunks = s.chunks;
+  schedule::Schedule s =
+      schedule_frame("nccl-tree", collective, ranks, channels * kNcclTreePieces, topology_name);
   constexpr int P = kNcclTreePieces;
   for (int c = 0; c < channels; ++c) {
     const NcclTree& tree = trees[static_cast<std::size_t>(c)];
@@ -128,10 +110,10 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
         schedule::ThreadBlock tb{parent, parent, c, {}};
         // Up: send each reduced piece once the last child's share is in; down: receive it.
         for (int k = 0; k < P; ++k)
-          tb.steps.push_back(piece_step(StepKind::send, chunk(k),
+          tb.steps.push_back(chunk_step(StepKind::send, BufferKind::output, chunk(k),
                                         children.empty() ? std::vector<StepRef>{}
                                                          : std::vector<StepRef>{{last_child_tb, k}}));
-        for (int k = 0; k < P; ++k) tb.steps.push_back(piece_step(StepKind::recv, chunk(k), {}));
+        for (int k = 0; k < P; ++k) tb.steps.push_back(chunk_step(StepKind::recv, BufferKind::output, chunk(k)));
         tbs.push_back(std::move(tb));
       }
       for (std::size_t j = 0; j < children.size(); ++j) {
@@ -139,7 +121,7 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
         schedule::ThreadBlock tb{children[j], children[j], c, {}};
         // Children add in one after another, so no two reductions of a piece race.
         for (int k = 0; k < P; ++k)
-          tb.steps.push_back(piece_step(StepKind::recv_reduce_copy, chunk(k),
+          tb.steps.push_back(chunk_step(StepKind::recv_reduce_copy, BufferKind::output, chunk(k),
                                         j == 0 ? std::vector<StepRef>{}
                                                : std::vector<StepRef>{{me - 1, k}}));
         // Down: the piece as the parent sent it back, or, at the root, once it is reduced.
@@ -147,7 +129,7 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
           std::vector<StepRef> deps;
           if (parent >= 0) deps.push_back({parent_tb, P + k});
           else if (me != last_child_tb) deps.push_back({last_child_tb, k});
-          tb.steps.push_back(piece_step(StepKind::send, chunk(k), std::move(deps)));
+          tb.steps.push_back(chunk_step(StepKind::send, BufferKind::output, chunk(k), std::move(deps)));
         }
         tbs.push_back(std::move(tb));
       }
