@@ -25,6 +25,8 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   const schedule::FlatSchedule flat(schedule);
   StepGraph graph;
   graph.steps.resize(flat.step_count());
+  graph.transfers.reserve(flat.step_count() / 2);
+  graph.route_links.reserve(flat.step_count());
   for (schedule::StepId id = 0; id < flat.step_count(); ++id) {
     const schedule::FlatBlock& block = flat.block_of(id);
     const schedule::Step& ir = flat.step(id);
@@ -50,9 +52,10 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     if (receive == schedule::kNoStep) continue;
     const schedule::Step& ir = flat.step(id);
     const std::int32_t sender = flat.rank_of(id), receiver = flat.rank_of(receive);
-    std::vector<topology::LinkId> route = ir.route;
-    if (route.empty())
-      route = router.path(topology.gpu_of_rank(sender), topology.gpu_of_rank(receiver));
+    std::vector<topology::LinkId> found;
+    if (ir.route.empty())
+      found = router.path(topology.gpu_of_rank(sender), topology.gpu_of_rank(receiver));
+    const std::span<const topology::LinkId> route = ir.route.empty() ? found : ir.route;
     if (route.empty())
       fail(schedule,
            "no route from rank " + std::to_string(sender) + " to rank " + std::to_string(receiver));
