@@ -94,9 +94,15 @@ class Run {
     std::vector<std::int32_t> arrived;
     while (true) {
       while (!ready_.empty()) {
-        const StepIndex s = ready_.back();
-        ready_.pop_back();
-        start(s, now);
+        starting_.swap(ready_);
+        std::sort(starting_.begin(), starting_.end(), [&](StepIndex a, StepIndex b) {
+          const auto order = [&](StepIndex s) {
+            return std::pair{graph_.steps[static_cast<std::size_t>(s)].start_order, s};
+          };
+          return order(a) < order(b);
+        });
+        for (StepIndex s : starting_) start(s, now);
+        starting_.clear();
       }
       const double next = std::min(delayed_.empty() ? kNever : std::get<0>(delayed_.top()),
                                    network_->next_arrival());
@@ -258,6 +264,7 @@ class Run {
   std::vector<std::int32_t> pending_;
   std::vector<double> end_, latest_;
   std::vector<StepIndex> cause_, ready_;
+  std::vector<StepIndex> starting_;  // the ready steps being started at one instant
   std::vector<double> arrival_;           // per transfer
   std::vector<std::int32_t> received_;    // per connection: receives completed
   std::vector<StepIndex> blocked_;        // per connection: the send waiting for a slot, or -1

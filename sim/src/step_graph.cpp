@@ -70,6 +70,7 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     graph.route_links.insert(graph.route_links.end(), route.begin(), route.end());
     transfer.route_end = static_cast<std::int32_t>(graph.route_links.size());
     graph.steps[id].transfer = static_cast<std::int32_t>(graph.transfers.size());
+    graph.steps[id].start_order = (receiver - sender + schedule.ranks) % schedule.ranks;
     graph.transfers.push_back(transfer);
   }
   graph.connections = static_cast<std::int32_t>(flat.connections().size());

@@ -21,6 +21,11 @@ struct SimStep {
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;  ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
+  /// Among steps ready at one instant, the order they start in: 0 for steps that send nothing,
+  /// else the receiver's distance (receiver - sender) mod N. A rank's thread blocks run at once
+  /// and its links interleave them; taking their sends in rotated peer order, as NCCL's p2p
+  /// schedule does, keeps the FIFO links from sending every rank to the same peer first.
+  std::int32_t start_order = 0;
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
 };
 

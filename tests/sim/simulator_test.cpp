@@ -485,6 +485,25 @@ TEST(SimAlphaBeta, TwoTransfersOnOneLinkAreSerialised) {
   expect_close(result.time_us, 2 * alone_us, "collective");
 }
 
+// Direct exchange through one NVSwitch: each GPU's link to the switch carries its 7 sends and
+// the switch's link to it its 7 receives. Ready together, the sends start in rotated peer
+// order (the k-th to rank r + k), so the FIFO links never queue two sends for one receiver and
+// alpha-beta agrees with the flow model's fair sharing: L + l + 7 (S/8) / B.
+TEST(SimAlphaBeta, DirectExchangeOnNvswitchAgreesWithTheFlowModel) {
+  const Topology topo = builtin("a100x1");
+  const Schedule schedule = compile("direct over all", topo);
+  const double nvswitch_GBps = topo.link(0).bw_GBps;
+  for (std::uint64_t size : {std::uint64_t{1} << 20, std::uint64_t{1} << 30}) {
+    const double alpha_beta = Simulator(topo, schedule, with_model(Model::alpha_beta)).run(size).time_us;
+    const double flow = Simulator(topo, schedule, with_model(Model::flow)).run(size).time_us;
+    expect_close(alpha_beta, flow, "at " + std::to_string(size));
+    expect_close(alpha_beta,
+                 kLaunchUs + kStepUs + 7 * (static_cast<double>(size) / 8) /
+                                           (nvswitch_GBps * kBytesPerUsPerGBps),
+                 "the formula at " + std::to_string(size));
+  }
+}
+
 // --- Connections: FIFOs with a bounded number of steps in flight. ---
 
 // Rank 0 sends ten one-chunk messages to rank 1 on one connection; rank 1 takes the first only
