@@ -95,12 +95,7 @@ class Run {
     while (true) {
       while (!ready_.empty()) {
         starting_.swap(ready_);
-        std::sort(starting_.begin(), starting_.end(), [&](StepIndex a, StepIndex b) {
-          const auto order = [&](StepIndex s) {
-            return std::pair{graph_.steps[static_cast<std::size_t>(s)].start_order, s};
-          };
-          return order(a) < order(b);
-        });
+        if (starting_.size() > 1) in_start_order(starting_);
         for (StepIndex s : starting_) start(s, now);
         starting_.clear();
       }
@@ -134,6 +129,15 @@ class Run {
     } else {
       complete(s, now);
     }
+  }
+
+  // Steps ready at one instant by (start_order, index): see SimStep::start_order.
+  void in_start_order(std::vector<StepIndex>& steps) const {
+    std::sort(steps.begin(), steps.end(), [&](StepIndex a, StepIndex b) {
+      const std::int32_t oa = graph_.steps[static_cast<std::size_t>(a)].start_order;
+      const std::int32_t ob = graph_.steps[static_cast<std::size_t>(b)].start_order;
+      return oa < ob || (oa == ob && a < b);
+    });
   }
 
   // A send takes a slot of its connection: the k-th message needs the (k - slots)-th received.
