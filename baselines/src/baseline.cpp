@@ -26,8 +26,6 @@ const std::array<Known, 5>& known() {
        {"pat-hierarchical", {NcclAlgorithm::pat_hierarchical}}}};
   return table;
 }
-constexpr std::array<std::string_view, 5> kNames{"nccl", "nccl-ring", "nccl-tree", "nccl-pat",
-                                                 "pat-hierarchical"};
 
 std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGraph& graph,
                                      support::Collective collective, topology::Protocol protocol,
@@ -50,7 +48,7 @@ std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGrap
 
 [[noreturn]] void unknown(std::string_view name) {
   std::string names;
-  for (std::string_view n : kNames) names += (names.empty() ? "" : ", ") + std::string(n);
+  for (const Known& k : known()) names += (names.empty() ? "" : ", ") + std::string(k.name);
   throw support::InputError(support::SourceLocation{"command line", 0, 0, "baseline"},
                             "unknown baseline '" + std::string(name) + "' (built: " + names +
                                 "; taccl, teccl and forestcoll are not built yet)");
@@ -70,7 +68,12 @@ void set_protocols(schedule::Schedule& schedule, const std::vector<BaselineRow>&
 }  // namespace
 
 std::span<const std::string_view> baseline_names() {
-  return kNames;
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> all;
+    for (const Known& k : known()) all.push_back(k.name);
+    return all;
+  }();
+  return names;
 }
 
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
