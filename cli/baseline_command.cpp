@@ -64,13 +64,8 @@ void run_baseline_command(const BaselineArgs& args) {
     entry["nccl_model_us"] = row.model_us ? nlohmann::json(*row.model_us) : nullptr;
     rows.push_back(std::move(entry));
   }
-  const nlohmann::json doc{{"topology", topo.name()},
-                           {"collective", support::to_string(collective)},
-                           {"model", args.model},
-                           {"schedule", run.name},
-                           {"notes", run.notes},
-                           {"results", rows}};
-  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  print_simulation_json(topo.name(), collective, args.model, run.name, std::move(rows),
+                        {{"notes", run.notes}});
 }
 
 }  // namespace

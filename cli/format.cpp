@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <iostream>
 #include <vector>
 
 namespace optiflow::cli {
@@ -35,6 +36,18 @@ nlohmann::json simulation_row(const sim::SimResult& result, const topology::Lowe
           {"protocol", topology::to_string(result.protocol)},
           {"bound_us", bound_us},
           {"bound_ratio", result.time_us / bound_us}};
+}
+
+void print_simulation_json(const std::string& topology, support::Collective collective,
+                           const std::string& model, const std::string& schedule,
+                           nlohmann::json rows, nlohmann::json extra) {
+  nlohmann::json doc{{"topology", topology},
+                     {"collective", support::to_string(collective)},
+                     {"model", model},
+                     {"schedule", schedule},
+                     {"results", std::move(rows)}};
+  doc.update(extra);
+  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace optiflow::cli

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/collective.hpp"
 #include "optiflow/topology/bounds.hpp"
 
 namespace optiflow::cli {
@@ -18,5 +19,11 @@ std::string compact_number(double value);
 /// One result of the simulation JSON (docs/formats.md): size, time, bandwidths, protocol, and
 /// the bound at that size.
 nlohmann::json simulation_row(const sim::SimResult& result, const topology::LowerBound& bound);
+
+/// The simulation JSON document (docs/formats.md) around `rows`, printed to stdout; `extra`
+/// fields (e.g. a baseline's notes) join the fixed ones.
+void print_simulation_json(const std::string& topology, support::Collective collective,
+                           const std::string& model, const std::string& schedule,
+                           nlohmann::json rows, nlohmann::json extra = nlohmann::json::object());
 
 }  // namespace optiflow::cli

@@ -91,12 +91,8 @@ void run_sim(const SimArgs& args) {
   if (!args.json) return print_table(topo, schedule, args, results, bound);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(simulation_row(r, bound));
-  const nlohmann::json doc{{"topology", topo.name()},
-                           {"collective", support::to_string(schedule.collective)},
-                           {"model", args.model},
-                           {"schedule", schedule.name},
-                           {"results", rows}};
-  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  print_simulation_json(topo.name(), schedule.collective, args.model, schedule.name,
+                        std::move(rows));
 }
 
 }  // namespace

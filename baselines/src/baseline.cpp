@@ -54,15 +54,31 @@ std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGrap
                                 "; taccl, teccl and forestcoll are not built yet)");
 }
 
-// The protocol per size as the tuner picks it, merged into ascending ranges.
-void set_protocols(schedule::Schedule& schedule, const std::vector<BaselineRow>& rows) {
-  schedule.protocol_by_size.clear();
-  if (rows.empty()) return;
-  for (std::size_t i = 0; i + 1 < rows.size(); ++i)
-    if (rows[i].protocol != rows[i + 1].protocol)
-      schedule.protocol_by_size.push_back(
-          {rows[i].size_bytes, std::string(topology::to_string(rows[i].protocol))});
-  schedule.protocol = std::string(topology::to_string(rows.back().protocol));
+schedule::Schedule build_schedule(NcclAlgorithm algorithm, const NcclRingGraph& graph,
+                                  const topology::Topology& topology,
+                                  support::Collective collective) {
+  switch (algorithm) {
+    case NcclAlgorithm::tree:
+      return nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks, collective,
+                                topology.name());
+    case NcclAlgorithm::pat:
+      return nccl_pat_schedule(graph, collective, topology.name());
+    case NcclAlgorithm::pat_hierarchical:
+      return hierarchical_pat_schedule(topology, collective);
+    case NcclAlgorithm::ring:
+      break;
+  }
+  return nccl_ring_schedule(graph, collective, topology.name());
+}
+
+// The schedule's protocol at the sizes where `algorithm` runs, as the tuner picked it.
+void set_protocols(schedule::Schedule& schedule, std::string_view algorithm,
+                   const std::vector<BaselineRow>& rows) {
+  std::vector<std::pair<std::uint64_t, std::string_view>> per_size;
+  for (const BaselineRow& row : rows)
+    if (row.algorithm == algorithm)
+      per_size.emplace_back(row.size_bytes, topology::to_string(row.protocol));
+  schedule::set_protocol_by_size(schedule, per_size);
 }
 
 }  // namespace
@@ -93,6 +109,7 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
   std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
   std::sort(ascending.begin(), ascending.end());
   ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+  std::vector<NcclAlgorithm> picked;  // per row
   for (std::uint64_t size : ascending) {
     std::optional<NcclEstimate> best;
     for (NcclAlgorithm algorithm : entry->algorithms)
@@ -116,30 +133,22 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     row.channels = pat ? 1 : graph.channels;
     if (best->algorithm != NcclAlgorithm::pat_hierarchical) row.model_us = best->time_us;
     run.rows.push_back(std::move(row));
+    picked.push_back(best->algorithm);
   }
 
   // One verified schedule per algorithm the rows use, simulated at its rows' sizes.
   std::map<std::string, schedule::Schedule> schedules;
-  for (const BaselineRow& row : run.rows) {
-    if (schedules.contains(row.algorithm)) continue;
-    schedule::Schedule s =
-        row.algorithm == "tree" ? nccl_tree_schedule(nccl_trees(graph, topology), graph.ranks,
-                                                     collective, topology.name())
-        : row.algorithm == "pat"
-            ? nccl_pat_schedule(graph, collective, topology.name())
-        : row.algorithm == "pat-hierarchical"
-            ? hierarchical_pat_schedule(topology, collective)
-            : nccl_ring_schedule(graph, collective, topology.name());
+  for (std::size_t i = 0; i < run.rows.size(); ++i) {
+    const std::string& algorithm = run.rows[i].algorithm;
+    if (schedules.contains(algorithm)) continue;
+    schedule::Schedule s = build_schedule(picked[i], graph, topology, collective);
     s.name = run.name;
     const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topology);
     if (!verdict.ok())
       throw support::InputError(support::SourceLocation{run.name, 0, 0, {}},
                                 "the baseline's schedule fails verification: " + verdict.summary());
-    std::vector<BaselineRow> own;
-    for (const BaselineRow& r : run.rows)
-      if (r.algorithm == row.algorithm) own.push_back(r);
-    set_protocols(s, own);
-    schedules.emplace(row.algorithm, std::move(s));
+    set_protocols(s, algorithm, run.rows);
+    schedules.emplace(algorithm, std::move(s));
   }
   std::map<std::string, sim::Simulator> simulators;
   for (const auto& [algorithm, s] : schedules)

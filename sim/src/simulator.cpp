@@ -80,7 +80,7 @@ class Run {
         end_(graph_.steps.size(), -1),
         latest_(graph_.steps.size(), costs_.launch_us),
         cause_(graph_.steps.size(), -1),
-        arrival_(graph_.transfers.size(), 0),
+        arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
         received_(static_cast<std::size_t>(graph_.connections), 0),
         blocked_(static_cast<std::size_t>(graph_.connections), -1) {
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
@@ -112,7 +112,7 @@ class Run {
       network_->take_arrivals(now, arrived);
       for (std::int32_t id : arrived) {
         const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-        arrival_[static_cast<std::size_t>(id)] = now;
+        if (!arrival_.empty()) arrival_[static_cast<std::size_t>(id)] = now;
         satisfy(t.recv_step, now, t.send_step);
       }
     }
@@ -269,7 +269,7 @@ class Run {
   std::vector<double> end_, latest_;
   std::vector<StepIndex> cause_, ready_;
   std::vector<StepIndex> starting_;  // the ready steps being started at one instant
-  std::vector<double> arrival_;           // per transfer
+  std::vector<double> arrival_;           // per transfer, for the timeline only
   std::vector<std::int32_t> received_;    // per connection: receives completed
   std::vector<StepIndex> blocked_;        // per connection: the send waiting for a slot, or -1
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;

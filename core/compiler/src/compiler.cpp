@@ -117,9 +117,9 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
       "order", plan, [&](Plan& p) { passes::order(p, topology, options.reference_size_bytes); },
       Changes::values);
   runner.run("channels", plan, passes::assign_channels, Changes::values);
-  const passes::ProtocolChoice protocols = runner.timed(
-      "protocols", plan.transfers.size(),
-      [&] { return passes::choose_protocols(plan, topology, options.reference_size_bytes); });
+  const auto protocols = runner.timed("protocols", plan.transfers.size(), [&] {
+    return passes::choose_protocols(plan, topology, options.reference_size_bytes);
+  });
 
   Compilation result;
   const std::string name = options.name.empty() ? "optiflow" : options.name;
@@ -127,9 +127,9 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
   result.schedule = runner.timed("emit", transfers, [&] {
     return passes::emit(plan, options.collective, name, topology.name());
   });
-  result.schedule.protocol = std::string(topology::to_string(protocols.protocol));
-  for (const auto& [max_bytes, protocol] : protocols.ranges)
-    result.schedule.protocol_by_size.push_back({max_bytes, std::string(topology::to_string(protocol))});
+  std::vector<std::pair<std::uint64_t, std::string_view>> named;
+  for (const auto& [size, protocol] : protocols) named.emplace_back(size, topology::to_string(protocol));
+  schedule::set_protocol_by_size(result.schedule, named);
   if (options.keep_plan) result.plan = std::move(plan);
   plan = Plan{};  // verification gets the memory the plan held
   if (options.verify) {

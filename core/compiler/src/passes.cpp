@@ -529,9 +529,9 @@ void order(Plan& plan, const topology::Topology& topology, std::uint64_t referen
     std::tie(plan.transfers[t].start_us, plan.transfers[t].finish_us) = times[t];
 }
 
-ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topology,
-                                std::uint64_t reference_size_bytes) {
-  if (plan.protocol) return {*plan.protocol, {}};
+std::vector<std::pair<std::uint64_t, topology::Protocol>> choose_protocols(
+    const Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
+  if (plan.protocol) return {{1, *plan.protocol}};
   // Time is close to affine in size for a fixed schedule (NCCL's tuner makes the same
   // assumption): the latency with no data, plus a slope. The order pass measured Simple's at
   // the reference size; the other protocols move data at their share of the bandwidth (one
@@ -542,29 +542,27 @@ ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topo
   const double simple_latency = latency_us(plan, topology, topology::Protocol::simple);
   const double simple_slope = std::max(0.0, simple_us - simple_latency) /
                               static_cast<double>(reference_size_bytes);
-  std::array<std::pair<double, double>, topology::kProtocols.size()> lines{};  // latency, slope
-  for (std::size_t p = 0; p < lines.size(); ++p) {
-    const topology::Protocol protocol = topology::kProtocols[p];
-    lines[p] = {latency_us(plan, topology, protocol),
-                simple_slope / topology::protocol_costs(protocol).share(topology::HopClass::nvlink)};
-  }
-  auto best_at = [&](double size) {
-    std::size_t best = static_cast<std::size_t>(topology::Protocol::simple);
-    for (std::size_t p = 0; p < lines.size(); ++p)
-      if (topology::protocol_enabled(topology, topology::kProtocols[p]) &&
-          lines[p].first + lines[p].second * size < lines[best].first + lines[best].second * size)
-        best = p;
-    return topology::kProtocols[best];
+  struct Line {
+    topology::Protocol protocol;
+    double latency_us, slope;
   };
+  std::vector<Line> lines;  // the protocols NCCL enables on this topology
+  for (topology::Protocol protocol : topology::kProtocols)
+    if (topology::protocol_enabled(topology, protocol))
+      lines.push_back(
+          {protocol, latency_us(plan, topology, protocol),
+           simple_slope / topology::protocol_costs(protocol).share(topology::HopClass::nvlink)});
   // Powers of two up to 2^40: the sizes collectives are measured at.
-  ProtocolChoice choice{best_at(1), {}};
-  for (int k = 1; k <= 40; ++k) {
-    const std::uint64_t size = std::uint64_t{1} << k;
-    const topology::Protocol here = best_at(static_cast<double>(size));
-    if (here != choice.protocol) choice.ranges.push_back({size >> 1, choice.protocol});
-    choice.protocol = here;
+  std::vector<std::pair<std::uint64_t, topology::Protocol>> per_size;
+  for (int k = 0; k <= 40; ++k) {
+    const double size = static_cast<double>(std::uint64_t{1} << k);
+    const auto cost = [&](const Line& line) { return line.latency_us + line.slope * size; };
+    const Line* best = &lines.back();  // Simple, which wins ties
+    for (const Line& line : lines)
+      if (cost(line) < cost(*best)) best = &line;
+    per_size.emplace_back(std::uint64_t{1} << k, best->protocol);
   }
-  return choice;
+  return per_size;
 }
 
 void assign_channels(Plan& plan) {

@@ -60,17 +60,13 @@ void route(Plan& plan, const topology::Topology& topology, const ProgramText& pr
 /// finish after the route's alphas + bytes / bottleneck bandwidth. Sets start/finish.
 void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes);
 
-/// The protocol per size: the program's, when it forces one; otherwise, per power-of-two size,
-/// the protocol whose estimated time is lowest: its launch cost and longest chain of step
-/// latencies, plus the data at the rate `order` found for Simple at `reference_size_bytes`
-/// (run order first), scaled by the protocol's data share. `ranges` by ascending max_bytes;
-/// `protocol` for sizes above them.
-struct ProtocolChoice {
-  topology::Protocol protocol = topology::Protocol::simple;
-  std::vector<std::pair<std::uint64_t, topology::Protocol>> ranges;
-};
-ProtocolChoice choose_protocols(const Plan& plan, const topology::Topology& topology,
-                                std::uint64_t reference_size_bytes);
+/// The protocol per power-of-two size, 1 byte to 2^40 (ascending): the program's, when it
+/// forces one (then one entry); otherwise the protocol whose estimated time is lowest among
+/// those NCCL enables here: its launch cost and longest chain of step latencies, plus the data
+/// at the rate `order` found for Simple at `reference_size_bytes` (run order first), scaled by
+/// the protocol's data share.
+std::vector<std::pair<std::uint64_t, topology::Protocol>> choose_protocols(
+    const Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes);
 
 /// Spreads pieces and their pipeline slices over plan.channels channels, round-robin.
 void assign_channels(Plan& plan);

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "optiflow/support/error.hpp"
+#include "optiflow/topology/protocol.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
 #include "optiflow/support/xml_attributes.hpp"
@@ -25,7 +26,6 @@ namespace {
 
 using tinyxml2::XMLElement;
 
-constexpr std::string_view kProtocols[] = {"Simple", "LL", "LL128"};
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 // Which of its buffers a step reads or writes (docs/schedule-ir.md). MSCCL writes -1 as the
@@ -481,7 +481,7 @@ void read_gpus(XmlReader& xml, const XMLElement& algo, Schedule& schedule) {
 }  // namespace
 
 bool is_msccl_protocol(std::string_view name) {
-  return std::find(std::begin(kProtocols), std::end(kProtocols), name) != std::end(kProtocols);
+  return topology::protocol_from_string(name).has_value();
 }
 
 std::string write_msccl_xml(const Schedule& schedule, const MscclExportOptions& options) {

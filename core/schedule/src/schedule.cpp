@@ -71,6 +71,17 @@ bool step_reduces(StepKind kind) {
   return info(kind).reduces;
 }
 
+void set_protocol_by_size(Schedule& schedule,
+                          std::span<const std::pair<std::uint64_t, std::string_view>> per_size) {
+  schedule.protocol_by_size.clear();
+  if (per_size.empty()) return;
+  for (std::size_t i = 0; i + 1 < per_size.size(); ++i)
+    if (per_size[i].second != per_size[i + 1].second)
+      schedule.protocol_by_size.push_back(
+          {per_size[i].first, std::string(per_size[i].second)});
+  schedule.protocol = std::string(per_size.back().second);
+}
+
 std::string_view Schedule::protocol_for(std::uint64_t size_bytes) const {
   for (const ProtocolRange& range : protocol_by_size)
     if (size_bytes <= range.max_bytes) return range.protocol;

@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "optiflow/support/collective.hpp"
@@ -121,5 +123,11 @@ struct Schedule {
   /// The protocol this schedule runs with at `size_bytes`.
   std::string_view protocol_for(std::uint64_t size_bytes) const;
 };
+
+/// Sets `protocol` and `protocol_by_size` from the protocol each size runs with, sizes
+/// ascending: consecutive sizes with one protocol share a range, and the last size's protocol
+/// is `protocol`, for every larger size too.
+void set_protocol_by_size(Schedule& schedule,
+                          std::span<const std::pair<std::uint64_t, std::string_view>> per_size);
 
 }  // namespace optiflow::schedule
