@@ -28,15 +28,17 @@ constexpr std::size_t kMaxChannels = 32;  // MAXCHANNELS
   throw support::InputError(support::SourceLocation{topology.name(), 0, 0, {}}, message);
 }
 
-// A GPU's NVLink bandwidth out (NCCL's totalBw for a GPU inside a node).
-double nvlink_out_GBps(const Topology& topology, int rank) {
-  double total = 0;
-  for (topology::LinkId l : topology.out_links(topology.gpu_of_rank(rank))) {
+// A GPU's NVLink bandwidth out (NCCL's totalBw for a GPU inside a node); a GPU without
+// NVLink, its first link's.
+double gpu_out_GBps(const Topology& topology, int rank) {
+  const std::vector<topology::LinkId> out = topology.out_links(topology.gpu_of_rank(rank));
+  double nvlink = 0;
+  for (topology::LinkId l : out) {
     const auto kind = topology.link(l).kind;
     if (kind == topology::LinkKind::nvlink || kind == topology::LinkKind::nvswitch)
-      total += topology.link(l).bw_GBps;
+      nvlink += topology.link(l).bw_GBps;
   }
-  return total;
+  return nvlink > 0 ? nvlink : topology.link(out.front()).bw_GBps;
 }
 
 // NICs per host: the rails a multi-node ring can cross on (at least one).
@@ -44,9 +46,10 @@ int nics_per_host(const Topology& topology, int hosts) {
   std::map<int, int> count;
   for (const topology::Node& node : topology.nodes())
     if (node.kind == topology::NodeKind::nic) ++count[node.host];
-  int fewest = 0;
-  for (const auto& [host, nics] : count) fewest = fewest == 0 ? nics : std::min(fewest, nics);
-  return std::max(1, static_cast<int>(count.size()) == hosts ? fewest : 1);
+  if (static_cast<int>(count.size()) < hosts) return 1;  // a host without NICs
+  int fewest = count.begin()->second;
+  for (const auto& [host, nics] : count) fewest = std::min(fewest, nics);
+  return fewest;
 }
 
 // One node: rings at the fastest speed the GPUs' NVLinks hold, as many as fit (search.cc),
@@ -153,7 +156,6 @@ NcclRingGraph nccl_ring_graph(const Topology& topology) {
   });
   if (!uniform) fail(topology, "NCCL's rings need the same number of GPUs on every host");
 
-  int search_channels = 0;
   const topology::RingSet direct = graph.nodes == 1 ? topology::link_rings(topology)
                                                     : topology::RingSet{};
   if (!direct.empty()) {
@@ -162,19 +164,18 @@ NcclRingGraph nccl_ring_graph(const Topology& topology) {
     graph.notes.push_back("NCCL's search: " + std::to_string(direct.size()) +
                           " rings over direct NVLinks");
   } else if (graph.nodes == 1) {
-    double nvlink = std::numeric_limits<double>::infinity();
+    double slowest = std::numeric_limits<double>::infinity();
     for (int rank = 0; rank < graph.ranks; ++rank)
-      nvlink = std::min(nvlink, nvlink_out_GBps(topology, rank));
-    if (nvlink == 0) nvlink = topology.link(topology.out_links(topology.gpu_of_rank(0)).front()).bw_GBps;
-    search_channels = single_node_search_channels(graph, nvlink, graph.notes);
-    graph.rings.assign(static_cast<std::size_t>(search_channels), hosts.front());
+      slowest = std::min(slowest, gpu_out_GBps(topology, rank));
+    const int rings = single_node_search_channels(graph, slowest, graph.notes);
+    graph.rings.assign(static_cast<std::size_t>(rings), hosts.front());
   } else {
     // Across nodes one ring per NIC rail (NCCL's inter-node speeds are below the duplication
     // threshold on HDR and NDR NICs).
-    search_channels = nics_per_host(topology, graph.nodes);
-    for (int c = 0; c < search_channels; ++c) add_multi_node_ring(topology, hosts, c, graph);
-    graph.notes.push_back("NCCL's search: one ring per NIC rail, " +
-                          std::to_string(search_channels) + " rings");
+    const int rails = nics_per_host(topology, graph.nodes);
+    for (int c = 0; c < rails; ++c) add_multi_node_ring(topology, hosts, c, graph);
+    graph.notes.push_back("NCCL's search: one ring per NIC rail, " + std::to_string(rails) +
+                          " rings");
   }
   // ncclTopoPostset doubles the search's channels for the collectives (connect.cc).
   graph.routes.resize(graph.rings.size());
