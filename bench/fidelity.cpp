@@ -153,8 +153,9 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   for (std::size_t r = 1; r < records.size(); ++r) {
     const auto& [line, record] = records[r];
     if (record.size() != records.front().second.size())
-      fail(path, line, {}, std::to_string(record.size()) + " fields, the header has " +
-                               std::to_string(records.front().second.size()));
+      fail(path, line, {},
+           std::to_string(record.size()) + " fields, the header has " +
+               std::to_string(records.front().second.size()));
     const auto get = [&](const char* name) -> const std::string& { return record[column[name]]; };
     Measurement m;
     m.line = line;
@@ -172,7 +173,8 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     } else if (!get("busbw_GBps").empty()) {
       m.busbw_GBps = parse_number<double>(get("busbw_GBps"), path, line, "busbw_GBps");
       const double factor = support::busbw_factor(support::Collective::all_gather, m.gpus);
-      m.measured_us = support::transfer_us(static_cast<double>(m.size_bytes) * factor, *m.busbw_GBps);
+      m.measured_us =
+          support::transfer_us(static_cast<double>(m.size_bytes) * factor, *m.busbw_GBps);
     } else {
       fail(path, line, "time_us", "neither time_us nor busbw_GBps is given");
     }
@@ -190,15 +192,16 @@ std::vector<Outcome> simulate_nccl(const std::vector<Measurement>& rows) {
   std::map<std::pair<std::string, std::uint64_t>, baselines::BaselineRow> by_size;
   for (const auto& [name, list] : sizes) {
     const topology::Topology topo = *topology::make_builtin_topology(name);
-    for (auto& row : baselines::run_baseline("nccl", topo, support::Collective::all_gather, list).rows)
+    for (auto& row :
+         baselines::run_baseline("nccl", topo, support::Collective::all_gather, list).rows)
       by_size[{name, row.size_bytes}] = std::move(row);
   }
   std::vector<Outcome> outcomes;
   for (const Measurement& m : rows) {
     if (m.library != "NCCL") continue;
     const baselines::BaselineRow& row = by_size.at({m.topology, m.size_bytes});
-    outcomes.push_back(Outcome{&m, row.sim.time_us, row.model_us,
-                               std::string(topology::to_string(row.sim.protocol)), {}});
+    outcomes.push_back(Outcome{
+        &m, row.sim.time_us, row.model_us, std::string(topology::to_string(row.sim.protocol)), {}});
   }
   return outcomes;
 }
@@ -259,7 +262,8 @@ ErrorStats error_stats(const std::vector<const Outcome*>& outcomes, bool model) 
   std::sort(errors.begin(), errors.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   const std::size_t n = errors.size();
-  stats.median_pct = n % 2 ? errors[n / 2].first : (errors[n / 2 - 1].first + errors[n / 2].first) / 2;
+  stats.median_pct =
+      n % 2 ? errors[n / 2].first : (errors[n / 2 - 1].first + errors[n / 2].first) / 2;
   stats.worst_pct = errors.back().first;
   stats.worst_at = errors.back().second->row->topology + " " +
                    support::format_size(errors.back().second->row->size_bytes);
@@ -294,8 +298,10 @@ void print_summary(const std::vector<Outcome>& outcomes, bool with_model) {
     if (std::find(systems.begin(), systems.end(), o.row->topology) == systems.end())
       systems.push_back(o.row->topology);
   systems.push_back("all");
-  std::printf("\n| system | rows simulated | sim median abs err %% | sim worst abs err %% (at) | goal |%s\n",
-              with_model ? " NCCL model median abs err % | NCCL model worst abs err % (at) |" : "");
+  std::printf(
+      "\n| system | rows simulated | sim median abs err %% | sim worst abs err %% (at) | goal "
+      "|%s\n",
+      with_model ? " NCCL model median abs err % | NCCL model worst abs err % (at) |" : "");
   std::printf("|---|---:|---:|---|---|%s\n", with_model ? "---:|---|" : "");
   for (const std::string& system : systems) {
     std::vector<const Outcome*> group;
@@ -321,15 +327,15 @@ void print_summary(const std::vector<Outcome>& outcomes, bool with_model) {
 
 void print_nccl(const std::vector<Outcome>& outcomes) {
   std::printf("## NCCL All-Gather: simulated (`nccl` baseline) vs measured\n\n");
-  std::printf("| source | hardware | GPUs | topology | size | measured us | simulated us | error %% "
-              "| NCCL model us | model error %% | protocol |\n");
+  std::printf(
+      "| source | hardware | GPUs | topology | size | measured us | simulated us | error %% "
+      "| NCCL model us | model error %% | protocol |\n");
   std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Outcome& o : outcomes) {
     const Measurement& m = *o.row;
     std::printf("| %s | %s | %d | %s | %s | %s | %.2f | %s | %.2f | %s | %s |\n",
-                m.source_id.c_str(), short_hardware(m.hardware).c_str(), m.gpus,
-                m.topology.c_str(), support::format_size(m.size_bytes).c_str(),
-                measured_cell(m).c_str(), *o.sim_us,
+                m.source_id.c_str(), short_hardware(m.hardware).c_str(), m.gpus, m.topology.c_str(),
+                support::format_size(m.size_bytes).c_str(), measured_cell(m).c_str(), *o.sim_us,
                 format("%+.1f", error_pct(*o.sim_us, m.measured_us)).c_str(), *o.model_us,
                 format("%+.1f", error_pct(*o.model_us, m.measured_us)).c_str(), o.protocol.c_str());
   }
@@ -338,8 +344,9 @@ void print_nccl(const std::vector<Outcome>& outcomes) {
 
 void print_msccl(const std::vector<Outcome>& outcomes) {
   std::printf("\n## MSCCL All-Gather: simulated (the row's schedule XML) vs measured\n\n");
-  std::printf("| source | hardware | GPUs | topology | size | measured us | schedule | simulated us "
-              "| error %% | protocol |\n");
+  std::printf(
+      "| source | hardware | GPUs | topology | size | measured us | schedule | simulated us "
+      "| error %% | protocol |\n");
   std::printf("|---|---|---:|---|---:|---:|---|---:|---:|---|\n");
   for (const Outcome& o : outcomes) {
     const Measurement& m = *o.row;
@@ -357,7 +364,8 @@ void print_msccl(const std::vector<Outcome>& outcomes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string csv = std::string(OPTIFLOW_SOURCE_DIR) + "/datasets/published/nccl-tests-allgather.csv";
+  std::string csv =
+      std::string(OPTIFLOW_SOURCE_DIR) + "/datasets/published/nccl-tests-allgather.csv";
   std::filesystem::path external = OPTIFLOW_EXTERNAL_DIR;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -374,10 +382,11 @@ int main(int argc, char** argv) {
     const std::vector<Measurement> rows = read_measurements(csv);
     print_nccl(simulate_nccl(rows));
     print_msccl(simulate_msccl(rows, external));
-    std::printf("\nError = (simulated - measured) / measured. Goal (issue 9): median abs error <= "
-                "%.0f %%, worst <= %.0f %%. Sizes are nccl-tests sizes (the All-Gather output per "
-                "rank, binary units). A measured time given as busbw is size * (N-1)/N / busbw.\n",
-                kGoalMedianPct, kGoalWorstPct);
+    std::printf(
+        "\nError = (simulated - measured) / measured. Goal (issue 9): median abs error <= "
+        "%.0f %%, worst <= %.0f %%. Sizes are nccl-tests sizes (the All-Gather output per "
+        "rank, binary units). A measured time given as busbw is size * (N-1)/N / busbw.\n",
+        kGoalMedianPct, kGoalWorstPct);
   } catch (const support::InputError& error) {
     std::fprintf(stderr, "%s\n", error.what());
     return 1;

@@ -26,9 +26,9 @@ struct BaselineArgs {
 
 void print_table(const topology::Topology& topo, const baselines::BaselineRun& run,
                  const BaselineArgs& args, const topology::LowerBound& bound) {
-  std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n",
-                         run.name.c_str(), topo.name().c_str(), args.model.c_str(),
-                         run.schedule.ranks, run.schedule.chunks, run.schedule.step_count());
+  std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n", run.name.c_str(),
+                         topo.name().c_str(), args.model.c_str(), run.schedule.ranks,
+                         run.schedule.chunks, run.schedule.step_count());
   for (const std::string& note : run.notes) std::cout << "  " << note << "\n";
   std::cout << strprintf("%10s %6s %7s %4s %12s %12s %12s %9s\n", "size", "algo", "proto", "ch",
                          "time_us", "busbw GB/s", "nccl model", "x bound");
@@ -40,7 +40,8 @@ void print_table(const topology::Topology& topo, const baselines::BaselineRun& r
                            row.sim.time_us, row.sim.busbw_GBps, model.c_str(),
                            row.sim.time_us / bound.at(row.size_bytes).time_us);
   }
-  std::cout << "\ntime_us: simulated; nccl model: the time NCCL's own tuner predicts for its pick\n";
+  std::cout
+      << "\ntime_us: simulated; nccl model: the time NCCL's own tuner predicts for its pick\n";
 }
 
 void run_baseline_command(const BaselineArgs& args) {
@@ -51,7 +52,8 @@ void run_baseline_command(const BaselineArgs& args) {
   const auto sizes = support::parse_sizes(args.sizes);
   const baselines::BaselineRun run =
       baselines::run_baseline(args.name, topo, collective, sizes, options);
-  if (!args.output.empty()) write_text_file(args.output, schedule::write_schedule_json(run.schedule));
+  if (!args.output.empty())
+    write_text_file(args.output, schedule::write_schedule_json(run.schedule));
   if (!args.msccl_xml.empty())
     write_text_file(args.msccl_xml, schedule::write_msccl_xml(run.schedule));
   const auto bound = topology::LowerBound::compute(topo, collective);
@@ -76,8 +78,7 @@ void add_baseline_command(CLI::App& app) {
       "Build a contender (nccl: NCCL's tuner pick; nccl-ring, nccl-tree, nccl-pat; "
       "pat-hierarchical, not NCCL's), verify and simulate it");
   auto args = std::make_shared<BaselineArgs>();
-  cmd->add_option("NAME", args->name,
-                  "nccl | nccl-ring | nccl-tree | nccl-pat | pat-hierarchical")
+  cmd->add_option("NAME", args->name, "nccl | nccl-ring | nccl-tree | nccl-pat | pat-hierarchical")
       ->required();
   cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
   cmd->add_option("--collective", args->collective, "allgather | reducescatter | allreduce")

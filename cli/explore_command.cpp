@@ -72,12 +72,11 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
   for (const auto& w : r.winners) {
     const std::string versus =
         w.nccl_time_us > 0 ? strprintf("%7.2fx", w.nccl_time_us / w.time_us) : "      -";
-    std::cout << strprintf("%8s %11.2f %8.3f %8s %12s %10.2f  #%lld %s\n",
-                           support::format_size(w.size_bytes).c_str(), w.busbw_GBps,
-                           w.time_us / w.bound_us, versus.c_str(),
-                           w.nccl_choice.empty() ? "-" : w.nccl_choice.c_str(), w.flow_busbw_GBps,
-                           static_cast<long long>(w.program_id),
-                           short_program(w.program_source).c_str());
+    std::cout << strprintf(
+        "%8s %11.2f %8.3f %8s %12s %10.2f  #%lld %s\n", support::format_size(w.size_bytes).c_str(),
+        w.busbw_GBps, w.time_us / w.bound_us, versus.c_str(),
+        w.nccl_choice.empty() ? "-" : w.nccl_choice.c_str(), w.flow_busbw_GBps,
+        static_cast<long long>(w.program_id), short_program(w.program_source).c_str());
   }
   std::cout << "\nx bound: time / lower bound (1 = the network's limit); vs nccl: speed-up over "
                "what NCCL's tuner\n"

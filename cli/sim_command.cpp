@@ -46,8 +46,8 @@ void print_table(const topology::Topology& topo, const schedule::Schedule& s, co
   std::cout << strprintf("%s on %s, %s model (%d ranks, %d chunks, %zu steps)\n", s.name.c_str(),
                          topo.name().c_str(), args.model.c_str(), s.ranks, s.chunks,
                          s.step_count());
-  std::cout << strprintf("%10s %7s %14s %12s %12s %9s\n", "size", "proto", "time_us",
-                         "algbw GB/s", "busbw GB/s", "x bound");
+  std::cout << strprintf("%10s %7s %14s %12s %12s %9s\n", "size", "proto", "time_us", "algbw GB/s",
+                         "busbw GB/s", "x bound");
   for (const auto& r : results)
     std::cout << strprintf("%10s %7s %14.3f %12.3f %12.3f %9.3f\n",
                            support::format_size(r.size_bytes).c_str(),

@@ -36,8 +36,7 @@ std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGrap
     case NcclAlgorithm::pat:
       return nccl_pat_estimate(graph, collective, protocol, bytes);
     case NcclAlgorithm::pat_hierarchical:  // not NCCL's: no model, Simple as PAT
-      if (protocol != topology::Protocol::simple ||
-          collective != support::Collective::all_gather)
+      if (protocol != topology::Protocol::simple || collective != support::Collective::all_gather)
         return std::nullopt;
       return NcclEstimate{algorithm, protocol, 0, 0, 0};
     case NcclAlgorithm::ring:
@@ -95,16 +94,17 @@ std::span<const std::string_view> baseline_names() {
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
                          support::Collective collective, std::span<const std::uint64_t> sizes,
                          sim::SimOptions options) {
-  const auto entry = std::find_if(known().begin(), known().end(),
-                                  [&](const Known& k) { return k.name == name; });
+  const auto entry =
+      std::find_if(known().begin(), known().end(), [&](const Known& k) { return k.name == name; });
   if (entry == known().end()) unknown(name);
   BaselineRun run;
   run.name = std::string(name);
   const NcclRingGraph graph = nccl_ring_graph(topology);
   run.notes = graph.notes;
   if (name == "pat-hierarchical")
-    run.notes = {"not an NCCL algorithm: PAT across nodes among each rail's GPUs, then a direct "
-                 "exchange inside each node (NCCL runs PAT only with one GPU per node)"};
+    run.notes = {
+        "not an NCCL algorithm: PAT across nodes among each rail's GPUs, then a direct "
+        "exchange inside each node (NCCL runs PAT only with one GPU per node)"};
 
   std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
   std::sort(ascending.begin(), ascending.end());
@@ -128,8 +128,8 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     row.size_bytes = size;
     row.algorithm = std::string(to_string(best->algorithm));
     row.protocol = options.protocol.value_or(best->protocol);
-    const bool pat = best->algorithm == NcclAlgorithm::pat ||
-                     best->algorithm == NcclAlgorithm::pat_hierarchical;
+    const bool pat =
+        best->algorithm == NcclAlgorithm::pat || best->algorithm == NcclAlgorithm::pat_hierarchical;
     row.channels = pat ? 1 : graph.channels;
     if (best->algorithm != NcclAlgorithm::pat_hierarchical) row.model_us = best->time_us;
     run.rows.push_back(std::move(row));
@@ -155,8 +155,10 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     simulators.emplace(algorithm, sim::Simulator(topology, s, options));
   for (BaselineRow& row : run.rows) row.sim = simulators.at(row.algorithm).run(row.size_bytes);
   if (schedules.size() > 1)
-    run.notes.push_back("the tuner runs different algorithms at different sizes; -o writes the "
-                        "largest size's (" + run.rows.back().algorithm + ")");
+    run.notes.push_back(
+        "the tuner runs different algorithms at different sizes; -o writes the "
+        "largest size's (" +
+        run.rows.back().algorithm + ")");
   run.schedule = std::move(schedules.at(run.rows.back().algorithm));
   return run;
 }

@@ -21,7 +21,7 @@ using topology::Topology;
 // sm90SpeedArrayIntra), fastest first.
 constexpr std::array<double, 13> kSpeedsIntra{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
 constexpr std::array<double, 11> kSpeedsIntraSm90{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-constexpr int kMaxSearchChannels = 16;  // MAXCHANNELS / 2 (init.cc)
+constexpr int kMaxSearchChannels = 16;    // MAXCHANNELS / 2 (init.cc)
 constexpr std::size_t kMaxChannels = 32;  // MAXCHANNELS
 
 [[noreturn]] void fail(const Topology& topology, const std::string& message) {
@@ -56,9 +56,9 @@ int nics_per_host(const Topology& topology, int hosts) {
 // doubled by ncclTopoDupChannels when the speed is high enough.
 int single_node_search_channels(const NcclRingGraph& graph, double nvlink_GBps,
                                 std::vector<std::string>& notes) {
-  const std::span<const double> speeds =
-      graph.gpu_sm >= 90 ? std::span<const double>(kSpeedsIntraSm90)
-                         : std::span<const double>(kSpeedsIntra);
+  const std::span<const double> speeds = graph.gpu_sm >= 90
+                                             ? std::span<const double>(kSpeedsIntraSm90)
+                                             : std::span<const double>(kSpeedsIntra);
   double speed = speeds.back();
   for (double s : speeds)
     if (s <= nvlink_GBps) {
@@ -68,8 +68,7 @@ int single_node_search_channels(const NcclRingGraph& graph, double nvlink_GBps,
   int rings = std::clamp(static_cast<int>(std::floor(nvlink_GBps / speed)), 1, kMaxSearchChannels);
   const bool dup = speed >= 25.0 && !(graph.gpu_sm > 80 && speed < 50.0 && rings > 4);
   notes.push_back("NCCL's search: " + std::to_string(rings) + " rings at " +
-                  std::to_string(static_cast<int>(speed)) + " GB/s" +
-                  (dup ? ", duplicated" : ""));
+                  std::to_string(static_cast<int>(speed)) + " GB/s" + (dup ? ", duplicated" : ""));
   if (dup) rings = std::min(2 * rings, kMaxSearchChannels);
   return rings;
 }
@@ -151,13 +150,12 @@ NcclRingGraph nccl_ring_graph(const Topology& topology) {
     graph.notes.push_back("the topology does not give the GPUs' sm: NCCL's caps for sm80");
   const std::vector<std::vector<int>> hosts = nccl_hosts(topology);
   graph.nodes = static_cast<int>(hosts.size());
-  const bool uniform = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) {
-    return h.size() == hosts.front().size();
-  });
+  const bool uniform = std::all_of(hosts.begin(), hosts.end(),
+                                   [&](const auto& h) { return h.size() == hosts.front().size(); });
   if (!uniform) fail(topology, "NCCL's rings need the same number of GPUs on every host");
 
-  const topology::RingSet direct = graph.nodes == 1 ? topology::link_rings(topology)
-                                                    : topology::RingSet{};
+  const topology::RingSet direct =
+      graph.nodes == 1 ? topology::link_rings(topology) : topology::RingSet{};
   if (!direct.empty()) {
     // GPUs joined by direct links (DGX-1's cube mesh, ring<N>): the rings over those links.
     for (const topology::Ring& ring : direct) graph.rings.push_back(ring.order);
@@ -179,7 +177,8 @@ NcclRingGraph nccl_ring_graph(const Topology& topology) {
   }
   // ncclTopoPostset doubles the search's channels for the collectives (connect.cc).
   graph.routes.resize(graph.rings.size());
-  for (std::size_t c = 0; c < graph.rings.size(); ++c) graph.routes[c].resize(graph.rings[c].size());
+  for (std::size_t c = 0; c < graph.rings.size(); ++c)
+    graph.routes[c].resize(graph.rings[c].size());
   const std::size_t searched = graph.rings.size();
   for (std::size_t c = 0; c < searched && graph.rings.size() < kMaxChannels; ++c) {
     graph.rings.push_back(graph.rings[c]);

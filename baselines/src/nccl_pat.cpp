@@ -24,7 +24,6 @@ schedule::Step chunk_move(StepKind kind, int chunk, std::vector<StepRef> deps = 
   return chunk_step(kind, schedule::BufferKind::output, chunk, std::move(deps));
 }
 
-
 // PAT's rounds among `group` (a power of two of ranks, chunk x = rank x's data) for the member
 // at `position`, appended to its program as a send and a receive block per round (apart, so
 // that no round waits for a full connection's receiver to finish sending). `arrived[x]` is set
@@ -42,9 +41,9 @@ void add_pat_rounds(schedule::RankProgram& program, const std::vector<int>& grou
     const auto recv_tb = static_cast<std::int32_t>(program.tbs.size() + 1);
     for (int j = 0; j < (1 << k); ++j) {
       const int held = member(j * stride);
-      send.steps.push_back(chunk_move(StepKind::send, held,
-                                      j == 0 ? std::vector<StepRef>{}
-                                             : std::vector<StepRef>{arrived[held]}));
+      send.steps.push_back(
+          chunk_move(StepKind::send, held,
+                     j == 0 ? std::vector<StepRef>{} : std::vector<StepRef>{arrived[held]}));
       const int coming = member(distance + j * stride);
       recv.steps.push_back(chunk_move(StepKind::recv, coming));
       arrived[static_cast<std::size_t>(coming)] =
@@ -83,16 +82,16 @@ schedule::Schedule hierarchical_pat_schedule(const topology::Topology& topology,
                                              support::Collective collective) {
   const std::vector<std::vector<int>> hosts = nccl_hosts(topology);
   const std::size_t ppn = hosts.front().size();
-  const bool uniform = std::all_of(hosts.begin(), hosts.end(),
-                                   [&](const auto& h) { return h.size() == ppn; });
+  const bool uniform =
+      std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h.size() == ppn; });
   if (collective != support::Collective::all_gather || !uniform ||
       !std::has_single_bit(hosts.size()))
     throw support::InputError(
         support::SourceLocation{"command line", 0, 0, "--collective"},
         "the hierarchical PAT runs allgather on a power-of-two number of nodes with the same "
         "GPUs per node");
-  schedule::Schedule s = all_gather_frame("pat-hierarchical", topology.rank_count(),
-                                          topology.name());
+  schedule::Schedule s =
+      all_gather_frame("pat-hierarchical", topology.rank_count(), topology.name());
   const auto rail = [&](std::size_t local) {
     std::vector<int> members;
     for (const auto& host : hosts) members.push_back(host[local]);
@@ -111,9 +110,9 @@ schedule::Schedule hierarchical_pat_schedule(const topology::Topology& topology,
         const int peer = hosts[h][other];
         schedule::ThreadBlock send{peer, -1, 0, {}};
         for (int x : mine)
-          send.steps.push_back(chunk_move(StepKind::send, x,
-                                          x == r ? std::vector<StepRef>{}
-                                                 : std::vector<StepRef>{arrived[x]}));
+          send.steps.push_back(
+              chunk_move(StepKind::send, x,
+                         x == r ? std::vector<StepRef>{} : std::vector<StepRef>{arrived[x]}));
         schedule::ThreadBlock recv{-1, peer, 0, {}};
         for (int x : rail(other)) recv.steps.push_back(chunk_move(StepKind::recv, x));
         program.tbs.push_back(std::move(send));

@@ -88,9 +88,9 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
                                       support::Collective collective,
                                       const std::string& topology_name) {
   if (collective != support::Collective::all_reduce)
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
-                              "NCCL's tree runs allreduce; not " +
-                                  std::string(to_string(collective)));
+    throw support::InputError(
+        support::SourceLocation{"command line", 0, 0, "--collective"},
+        "NCCL's tree runs allreduce; not " + std::string(to_string(collective)));
   const int channels = static_cast<int>(trees.size());
   schedule::Schedule s =
       schedule_frame("nccl-tree", collective, ranks, channels * kNcclTreePieces, topology_name);
@@ -111,9 +111,11 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
         // Up: send each reduced piece once the last child's share is in; down: receive it.
         for (int k = 0; k < P; ++k)
           tb.steps.push_back(chunk_step(StepKind::send, BufferKind::output, chunk(k),
-                                        children.empty() ? std::vector<StepRef>{}
-                                                         : std::vector<StepRef>{{last_child_tb, k}}));
-        for (int k = 0; k < P; ++k) tb.steps.push_back(chunk_step(StepKind::recv, BufferKind::output, chunk(k)));
+                                        children.empty()
+                                            ? std::vector<StepRef>{}
+                                            : std::vector<StepRef>{{last_child_tb, k}}));
+        for (int k = 0; k < P; ++k)
+          tb.steps.push_back(chunk_step(StepKind::recv, BufferKind::output, chunk(k)));
         tbs.push_back(std::move(tb));
       }
       for (std::size_t j = 0; j < children.size(); ++j) {
@@ -121,15 +123,18 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
         schedule::ThreadBlock tb{children[j], children[j], c, {}};
         // Children add in one after another, so no two reductions of a piece race.
         for (int k = 0; k < P; ++k)
-          tb.steps.push_back(chunk_step(StepKind::recv_reduce_copy, BufferKind::output, chunk(k),
-                                        j == 0 ? std::vector<StepRef>{}
-                                               : std::vector<StepRef>{{me - 1, k}}));
+          tb.steps.push_back(
+              chunk_step(StepKind::recv_reduce_copy, BufferKind::output, chunk(k),
+                         j == 0 ? std::vector<StepRef>{} : std::vector<StepRef>{{me - 1, k}}));
         // Down: the piece as the parent sent it back, or, at the root, once it is reduced.
         for (int k = 0; k < P; ++k) {
           std::vector<StepRef> deps;
-          if (parent >= 0) deps.push_back({parent_tb, P + k});
-          else if (me != last_child_tb) deps.push_back({last_child_tb, k});
-          tb.steps.push_back(chunk_step(StepKind::send, BufferKind::output, chunk(k), std::move(deps)));
+          if (parent >= 0)
+            deps.push_back({parent_tb, P + k});
+          else if (me != last_child_tb)
+            deps.push_back({last_child_tb, k});
+          tb.steps.push_back(
+              chunk_step(StepKind::send, BufferKind::output, chunk(k), std::move(deps)));
         }
         tbs.push_back(std::move(tb));
       }

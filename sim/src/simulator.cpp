@@ -224,8 +224,8 @@ class Run {
     for (StepIndex blocked : blocked_) {
       if (blocked < 0) continue;
       const SimStep& send = graph_.steps[static_cast<std::size_t>(blocked)];
-      waits = "; rank " + std::to_string(send.rank) + " tb " + std::to_string(send.tb) +
-              " step " + std::to_string(send.step) + " waits for a slot: its connection holds " +
+      waits = "; rank " + std::to_string(send.rank) + " tb " + std::to_string(send.tb) + " step " +
+              std::to_string(send.step) + " waits for a slot: its connection holds " +
               std::to_string(impl_.options.slots) + " steps in flight, as NCCL's do";
       break;
     }
@@ -268,10 +268,10 @@ class Run {
   std::vector<std::int32_t> pending_;
   std::vector<double> end_, latest_;
   std::vector<StepIndex> cause_, ready_;
-  std::vector<StepIndex> starting_;  // the ready steps being started at one instant
-  std::vector<double> arrival_;           // per transfer, for the timeline only
-  std::vector<std::int32_t> received_;    // per connection: receives completed
-  std::vector<StepIndex> blocked_;        // per connection: the send waiting for a slot, or -1
+  std::vector<StepIndex> starting_;     // the ready steps being started at one instant
+  std::vector<double> arrival_;         // per transfer, for the timeline only
+  std::vector<std::int32_t> received_;  // per connection: receives completed
+  std::vector<StepIndex> blocked_;      // per connection: the send waiting for a slot, or -1
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
   std::uint64_t sequence_ = 0;
 };

@@ -19,7 +19,7 @@ struct SimStep {
   schedule::StepKind kind = schedule::StepKind::nop;
   std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
   StepIndex next_in_tb = -1;
-  std::int32_t transfer = -1;  ///< the transfer this step sends, -1 if it sends nothing
+  std::int32_t transfer = -1;       ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
   /// Among steps ready at one instant, the order they start in: 0 for steps that send nothing,
   /// else the receiver's distance (receiver - sender) mod N. A rank's thread blocks run at once
@@ -32,7 +32,7 @@ struct SimStep {
 struct SimTransfer {
   StepIndex send_step = 0;
   StepIndex recv_step = 0;
-  double fraction = 0;  ///< bytes = fraction * collective size
+  double fraction = 0;          ///< bytes = fraction * collective size
   std::int32_t connection = 0;  ///< the FIFO connection (sender, receiver, channel) it uses
   std::int32_t message = 0;     ///< its position among the connection's messages
   topology::RouteCost cost;

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -101,11 +101,11 @@ TEST(NcclTuner, MultiNodeLatencyPaysTheNetworkOverhead) {
 TEST(NcclTuner, Ll128OnlyOnTheNvlinkGenerationsNcclTests) {
   topology::Topology topo = builtin("a100x1");
   topo.set_gpu_sm(86);
-  EXPECT_FALSE(nccl_ring_estimate(nccl_ring_graph(topo), Collective::all_gather, Protocol::ll128,
-                                  kGiB));
+  EXPECT_FALSE(
+      nccl_ring_estimate(nccl_ring_graph(topo), Collective::all_gather, Protocol::ll128, kGiB));
   topo.set_gpu_sm(80);
-  EXPECT_TRUE(nccl_ring_estimate(nccl_ring_graph(topo), Collective::all_gather, Protocol::ll128,
-                                 kGiB));
+  EXPECT_TRUE(
+      nccl_ring_estimate(nccl_ring_graph(topo), Collective::all_gather, Protocol::ll128, kGiB));
 }
 
 // The done criterion: the NCCL baselines verify and simulate on a100x4, dgx1, h100x1.
@@ -198,8 +198,8 @@ TEST(NcclTree, TwoTreesOverTheNodesAndAChainInEachNode) {
 TEST(NcclTree, AllReduceVerifiesAndTheTunerFollowsNcclsFormula) {
   const topology::Topology topo = builtin("a100x4");
   const NcclRingGraph graph = nccl_ring_graph(topo);
-  const schedule::Schedule s = nccl_tree_schedule(nccl_trees(graph, topo), graph.ranks,
-                                                  Collective::all_reduce, topo.name());
+  const schedule::Schedule s =
+      nccl_tree_schedule(nccl_trees(graph, topo), graph.ranks, Collective::all_reduce, topo.name());
   const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topo);
   EXPECT_TRUE(verdict.ok()) << verdict.summary();
   // baseLat[Tree][LL] + 2 * ((ppn - 1) * hwLat[NVLINK][Tree][LL] + log2(nodes) * hwLat[NET]).

@@ -257,7 +257,8 @@ TEST(Compiler, ChoosesTheProtocolPerSize) {
   ASSERT_FALSE(schedule.protocol_by_size.empty());
   for (std::size_t i = 1; i < schedule.protocol_by_size.size(); ++i)
     EXPECT_LT(schedule.protocol_by_size[i - 1].max_bytes, schedule.protocol_by_size[i].max_bytes);
-  EXPECT_TRUE(schedule::parse_msccl_xml(schedule::write_msccl_xml(schedule), "ring.xml") == schedule);
+  EXPECT_TRUE(schedule::parse_msccl_xml(schedule::write_msccl_xml(schedule), "ring.xml") ==
+              schedule);
   // A file for a size range runs the protocol chosen for its largest size.
   schedule::MscclExportOptions small;
   small.max_bytes = 1024;

@@ -284,9 +284,8 @@ class RandomProgram {
   Statement statement(int depth) {
     using Kind = Statement::Kind;
     static const std::vector<Kind> kKinds{
-        Kind::step, Kind::step,  Kind::step,  Kind::split_even, Kind::split_weighted,
-        Kind::let,  Kind::route, Kind::avoid, Kind::pipeline,   Kind::channels,
-        Kind::protocol};
+        Kind::step,  Kind::step,  Kind::step,     Kind::split_even, Kind::split_weighted, Kind::let,
+        Kind::route, Kind::avoid, Kind::pipeline, Kind::channels,   Kind::protocol};
     Statement s;
     s.kind = one_of(kKinds);
     if (depth >= kMaxBlockDepth && (s.kind == Kind::split_even || s.kind == Kind::split_weighted))
@@ -343,7 +342,8 @@ class RandomProgram {
         cover(s.kind == Kind::pipeline ? "statement:pipeline" : "statement:channels");
         break;
       case Kind::protocol:
-        s.var = std::vector<std::string>{"LL", "LL128", "Simple"}[static_cast<std::size_t>(pick(3))];
+        s.var =
+            std::vector<std::string>{"LL", "LL128", "Simple"}[static_cast<std::size_t>(pick(3))];
         cover("statement:protocol");
         break;
     }

@@ -84,7 +84,8 @@ SimOptions with_model(Model model) {
 // No protocol costs at all: the network model alone.
 SimOptions bare(Model model) {
   SimOptions options = with_model(model);
-  options.protocol_costs = topology::ProtocolCosts{topology::Protocol::simple, 0, {0, 0, 0}, {1, 1, 1}};
+  options.protocol_costs =
+      topology::ProtocolCosts{topology::Protocol::simple, 0, {0, 0, 0}, {1, 1, 1}};
   return options;
 }
 
@@ -181,8 +182,7 @@ TEST_P(SimClosedForm, DirectExchangeOnFullMesh) {
     ASSERT_EQ(sends_in(schedule), static_cast<std::size_t>(n * (n - 1)));
     const Simulator sim(topo, schedule, with_model(GetParam()));
     for (std::uint64_t size : kSizes) {
-      const double expected =
-          kLaunchUs + kHopUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
+      const double expected = kLaunchUs + kHopUs + (static_cast<double>(size) / n) / kBwBytesPerUs;
       expect_close(sim.run(size).time_us, expected,
                    "fullmesh" + std::to_string(n) + " at " + std::to_string(size));
     }
@@ -494,12 +494,13 @@ TEST(SimAlphaBeta, DirectExchangeOnNvswitchAgreesWithTheFlowModel) {
   const Schedule schedule = compile("direct over all", topo);
   const double nvswitch_GBps = topo.link(0).bw_GBps;
   for (std::uint64_t size : {std::uint64_t{1} << 20, std::uint64_t{1} << 30}) {
-    const double alpha_beta = Simulator(topo, schedule, with_model(Model::alpha_beta)).run(size).time_us;
+    const double alpha_beta =
+        Simulator(topo, schedule, with_model(Model::alpha_beta)).run(size).time_us;
     const double flow = Simulator(topo, schedule, with_model(Model::flow)).run(size).time_us;
     expect_close(alpha_beta, flow, "at " + std::to_string(size));
     expect_close(alpha_beta,
-                 kLaunchUs + kStepUs + 7 * (static_cast<double>(size) / 8) /
-                                           (nvswitch_GBps * kBytesPerUsPerGBps),
+                 kLaunchUs + kStepUs +
+                     7 * (static_cast<double>(size) / 8) / (nvswitch_GBps * kBytesPerUsPerGBps),
                  "the formula at " + std::to_string(size));
   }
 }
@@ -516,8 +517,8 @@ double ninth_send_starts_us(int slots) {
   std::vector<Step> sends, receives;
   for (int k = 0; k < 10; ++k) {
     sends.push_back(make_step(StepKind::send, k, 1));
-    receives.push_back(make_step(StepKind::recv, k, 1, k == 0 ? std::vector<StepRef>{{0, 0}}
-                                                               : std::vector<StepRef>{}));
+    receives.push_back(make_step(StepKind::recv, k, 1,
+                                 k == 0 ? std::vector<StepRef>{{0, 0}} : std::vector<StepRef>{}));
   }
   schedule.programs[0].tbs.push_back(block(1, -1, 0, sends));
   schedule.programs[1].tbs.push_back(block(-1, 2, 0, {make_step(StepKind::recv, 10, 10)}));

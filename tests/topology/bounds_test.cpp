@@ -126,8 +126,7 @@ TEST(LowerBound, AllReduceIsReduceScatterPlusAllGather) {
   const auto rs = LowerBound::compute(topo, support::Collective::reduce_scatter).at(kGiB);
   const auto ar = LowerBound::compute(topo, support::Collective::all_reduce).at(kGiB);
   // One collective, one launch cost.
-  EXPECT_NEAR(ar.time_us,
-              ag.time_us + rs.time_us - protocol_costs(Protocol::simple).launch_us,
+  EXPECT_NEAR(ar.time_us, ag.time_us + rs.time_us - protocol_costs(Protocol::simple).launch_us,
               1e-9 * ar.time_us);
   EXPECT_NEAR(ar.busbw_GBps, ar.algbw_GBps * 2 * 31 / 32, 1e-9);
 }

@@ -41,8 +41,10 @@ TEST(LinkCost, AProtocolAddsItsStepLatencyAndScalesTheRate) {
   EXPECT_DOUBLE_EQ(over_net.latency_us, 3.0 + ll.step_latency(HopClass::net));
   EXPECT_DOUBLE_EQ(over_net.rate_GBps, 10.0 * ll.share(HopClass::net));
   EXPECT_DOUBLE_EQ(over_net.wire_per_byte, 1.0 / ll.share(HopClass::net));
-  const TransferCost simple = transfer_cost(route_cost(t, nvlink), protocol_costs(Protocol::simple));
-  EXPECT_DOUBLE_EQ(simple.latency_us, 1.0 + protocol_costs(Protocol::simple).step_latency(HopClass::nvlink));
+  const TransferCost simple =
+      transfer_cost(route_cost(t, nvlink), protocol_costs(Protocol::simple));
+  EXPECT_DOUBLE_EQ(simple.latency_us,
+                   1.0 + protocol_costs(Protocol::simple).step_latency(HopClass::nvlink));
   EXPECT_DOUBLE_EQ(simple.rate_GBps, 100.0);
 }
 

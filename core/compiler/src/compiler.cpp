@@ -128,7 +128,8 @@ Compilation compile(const dsl::Program& program, const topology::Topology& topol
     return passes::emit(plan, options.collective, name, topology.name());
   });
   std::vector<std::pair<std::uint64_t, std::string_view>> named;
-  for (const auto& [size, protocol] : protocols) named.emplace_back(size, topology::to_string(protocol));
+  for (const auto& [size, protocol] : protocols)
+    named.emplace_back(size, topology::to_string(protocol));
   schedule::set_protocol_by_size(result.schedule, named);
   if (options.keep_plan) result.plan = std::move(plan);
   plan = Plan{};  // verification gets the memory the plan held

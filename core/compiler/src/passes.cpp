@@ -522,9 +522,9 @@ double latency_us(const Plan& plan, const topology::Topology& topology,
 }  // namespace
 
 void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
-  const auto times = list_schedule(plan, topology,
-                                   plan.protocol.value_or(topology::Protocol::simple),
-                                   static_cast<double>(reference_size_bytes));
+  const auto times =
+      list_schedule(plan, topology, plan.protocol.value_or(topology::Protocol::simple),
+                    static_cast<double>(reference_size_bytes));
   for (std::size_t t = 0; t < plan.transfers.size(); ++t)
     std::tie(plan.transfers[t].start_us, plan.transfers[t].finish_us) = times[t];
 }
@@ -540,8 +540,8 @@ std::vector<std::pair<std::uint64_t, topology::Protocol>> choose_protocols(
   for (const Transfer& t : plan.transfers) last_us = std::max(last_us, t.finish_us);
   const double simple_us = topology::protocol_costs(topology::Protocol::simple).launch_us + last_us;
   const double simple_latency = latency_us(plan, topology, topology::Protocol::simple);
-  const double simple_slope = std::max(0.0, simple_us - simple_latency) /
-                              static_cast<double>(reference_size_bytes);
+  const double simple_slope =
+      std::max(0.0, simple_us - simple_latency) / static_cast<double>(reference_size_bytes);
   struct Line {
     topology::Protocol protocol;
     double latency_us, slope;

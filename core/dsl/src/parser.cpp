@@ -25,8 +25,8 @@ constexpr std::array<std::pair<Pattern, std::string_view>, 11> kPatternNames{{
 }};
 
 constexpr std::array<std::string_view, 18> kKeywords{
-    "let",   "split", "as",    "weight", "route",   "via",   "avoid", "pipeline", "channels",
-    "protocol", "over", "by", "where", "reverse", "all", "hosts", "rails", "under"};
+    "let",      "split", "as", "weight", "route",   "via", "avoid", "pipeline", "channels",
+    "protocol", "over",  "by", "where",  "reverse", "all", "hosts", "rails",    "under"};
 
 // NCCL's protocols, spelt as NCCL and MSCCL XML spell them.
 constexpr std::array<std::string_view, 3> kProtocolNames{"LL", "LL128", "Simple"};

@@ -16,10 +16,10 @@
 #include <sstream>
 
 #include "optiflow/support/error.hpp"
-#include "optiflow/topology/protocol.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
 #include "optiflow/support/xml_attributes.hpp"
+#include "optiflow/topology/protocol.hpp"
 
 namespace optiflow::schedule {
 namespace {
@@ -419,9 +419,8 @@ std::vector<ProtocolRange> read_protocol_ranges(const XmlReader& xml, const XMLE
     const std::size_t colon = std::min(word.find(':'), word.size());
     ProtocolRange range{0, word.substr(0, colon)};
     const char* end = word.data() + word.size();
-    const bool number =
-        colon < word.size() &&
-        std::from_chars(word.data() + colon + 1, end, range.max_bytes).ptr == end;
+    const bool number = colon < word.size() &&
+                        std::from_chars(word.data() + colon + 1, end, range.max_bytes).ptr == end;
     if (!number || !is_msccl_protocol(range.protocol) || range.max_bytes == 0 ||
         (!ranges.empty() && range.max_bytes <= ranges.back().max_bytes))
       xml.fail(algo, "protocol_by_size",
@@ -488,9 +487,9 @@ std::string write_msccl_xml(const Schedule& schedule, const MscclExportOptions& 
   std::string out =
       "<algo" + attr("name", escape(schedule.name)) +
       // MSCCL runs one protocol per file: the one chosen for the file's largest size.
-      attr("proto", escape(std::string(options.max_bytes > 0
-                                           ? schedule.protocol_for(options.max_bytes)
-                                           : std::string_view(schedule.protocol)))) +
+      attr("proto",
+           escape(std::string(options.max_bytes > 0 ? schedule.protocol_for(options.max_bytes)
+                                                    : std::string_view(schedule.protocol)))) +
       attr("nchannels", channel_count(schedule)) + attr("nchunksperloop", schedule.chunks) +
       attr("ngpus", schedule.ranks) + attr("coll", std::string(to_string(schedule.collective))) +
       attr("inplace", schedule.inplace ? 1 : 0) +
@@ -504,7 +503,8 @@ std::string write_msccl_xml(const Schedule& schedule, const MscclExportOptions& 
   if (!schedule.protocol_by_size.empty()) {
     std::string ranges;
     for (const ProtocolRange& range : schedule.protocol_by_size)
-      ranges += (ranges.empty() ? "" : " ") + range.protocol + ":" + std::to_string(range.max_bytes);
+      ranges +=
+          (ranges.empty() ? "" : " ") + range.protocol + ":" + std::to_string(range.max_bytes);
     out += attr("protocol_by_size", escape(ranges));
   }
   out += ">\n";

@@ -77,8 +77,7 @@ void set_protocol_by_size(Schedule& schedule,
   if (per_size.empty()) return;
   for (std::size_t i = 0; i + 1 < per_size.size(); ++i)
     if (per_size[i].second != per_size[i + 1].second)
-      schedule.protocol_by_size.push_back(
-          {per_size[i].first, std::string(per_size[i].second)});
+      schedule.protocol_by_size.push_back({per_size[i].first, std::string(per_size[i].second)});
   schedule.protocol = std::string(per_size.back().second);
 }
 

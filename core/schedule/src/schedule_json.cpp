@@ -250,7 +250,8 @@ void read_protocol_ranges(const support::FieldReader& top, Schedule& schedule) {
                             "max_bytes", 1, std::numeric_limits<std::int64_t>::max())),
                         range.string("protocol")};
     if (!is_msccl_protocol(entry.protocol))
-      range.fail(range.field("protocol"), "unknown protocol '" + entry.protocol + "' (Simple|LL|LL128)");
+      range.fail(range.field("protocol"),
+                 "unknown protocol '" + entry.protocol + "' (Simple|LL|LL128)");
     if (!schedule.protocol_by_size.empty() &&
         entry.max_bytes <= schedule.protocol_by_size.back().max_bytes)
       range.fail(range.field("max_bytes"), "must be larger than the previous range's");

@@ -18,8 +18,8 @@ RouteCost route_cost(const Topology& topology, std::span<const LinkId> route) {
 
 TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol) {
   const double share = protocol.share(route.hop);
-  return {route.alpha_us + protocol.step_latency(route.hop),
-          route.bottleneck_GBps * share, 1.0 / share};
+  return {route.alpha_us + protocol.step_latency(route.hop), route.bottleneck_GBps * share,
+          1.0 / share};
 }
 
 FifoLinks::FifoLinks(const Topology& topology)

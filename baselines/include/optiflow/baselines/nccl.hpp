@@ -31,7 +31,7 @@ struct NcclRingGraph {
   double bus_bw_GBps = 0;
   /// The hardware class inside a node (NCCL's intraHw): NVLink or PCI.
   topology::HopClass intra = topology::HopClass::nvlink;
-  int gpu_sm = 0;  ///< 0 when the topology does not say (the tuner then assumes sm80)
+  int gpu_sm = 0;     ///< 0 when the topology does not say (the tuner then assumes sm80)
   bool ll128 = true;  ///< whether NCCL enables LL128 here (topology::protocol_enabled)
   std::vector<std::string> notes;  ///< how the channel count was chosen
 };

@@ -33,7 +33,7 @@ struct SizeWinner {
   std::int64_t program_id = 0;
   std::string program_source;
   double time_us = 0, busbw_GBps = 0, bound_us = 0;
-  double flow_busbw_GBps = 0;   ///< the same schedule in the flow model
+  double flow_busbw_GBps = 0;  ///< the same schedule in the flow model
   /// NCCL at this size: what its tuner picks (algorithm/protocol), simulated in the same cost
   /// model; 0 and empty where the NCCL baseline does not build this collective.
   double nccl_time_us = 0;

@@ -85,8 +85,9 @@ struct SimResult {
 
 /// A schedule prepared for simulation on one topology: matched sends and receives, routes
 /// (the schedule's, or the cheapest path), dependencies flattened. Build once, run at every
-/// size. Throws InputError when the schedule names a protocol this model does not know. Run is const and thread-safe. The schedule must have passed verify_schedule. The
-/// topology is referenced, not copied: it must outlive the Simulator.
+/// size. Throws InputError when the schedule names a protocol this model does not know. Run is
+/// const and thread-safe. The schedule must have passed verify_schedule. The topology is
+/// referenced, not copied: it must outlive the Simulator.
 class Simulator {
  public:
   Simulator(const topology::Topology& topology, const schedule::Schedule& schedule,

@@ -97,8 +97,8 @@ struct StatementPos {
 
 struct Plan {
   std::int32_t ranks = 0;
-  std::int32_t pipeline = 1;        ///< the program's `pipeline` depth
-  std::int32_t channels = 1;        ///< the program's `channels`
+  std::int32_t pipeline = 1;  ///< the program's `pipeline` depth
+  std::int32_t channels = 1;  ///< the program's `channels`
   /// The program's `protocol`, when it forces one; otherwise the compiler chooses per size.
   std::optional<topology::Protocol> protocol;
   std::int64_t chunks = 0;          ///< set by assign_chunks

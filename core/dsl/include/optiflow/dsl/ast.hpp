@@ -64,7 +64,15 @@ struct Branch {
 
 struct Statement {
   enum class Kind {
-    step, split_even, split_weighted, let, route, avoid, pipeline, channels, protocol
+    step,
+    split_even,
+    split_weighted,
+    let,
+    route,
+    avoid,
+    pipeline,
+    channels,
+    protocol
   };
   Kind kind = Kind::step;
   SourcePos pos;

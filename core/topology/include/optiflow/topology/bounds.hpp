@@ -40,8 +40,8 @@ struct PhaseBound {
 struct BoundAtSize {
   std::uint64_t size_bytes = 0;
   double time_us = 0;
-  double bandwidth_us = 0;  ///< the bandwidth terms alone (at the full link bandwidth)
-  double latency_us = 0;    ///< the latency terms alone, with the launch cost
+  double bandwidth_us = 0;               ///< the bandwidth terms alone (at the full link bandwidth)
+  double latency_us = 0;                 ///< the latency terms alone, with the launch cost
   Protocol protocol = Protocol::simple;  ///< the protocol the bound is lowest with
   double algbw_GBps = 0;
   double busbw_GBps = 0;

@@ -1,9 +1,10 @@
 // The alpha-beta cost of moving bytes over links (DESIGN.md, "The cost model"), in one place
 // for the compiler's scheduler and the simulator. n bytes over a route cost the sum of its
 // links' alphas, plus the protocol's step latency for the route's class, plus n / the data
-// rate: the slowest link's bandwidth times the protocol's data share. Each link is a FIFO server that serialises only its own bytes: data
-// reaches link k no earlier than it started on link k-1, and keeps link k busy for
-// (wire bytes / its bandwidth) from then, so a transfer never holds a link it is not using.
+// rate: the slowest link's bandwidth times the protocol's data share. Each link is a FIFO server
+// that serialises only its own bytes: data reaches link k no earlier than it started on link k-1,
+// and keeps link k busy for (wire bytes / its bandwidth) from then, so a transfer never holds a
+// link it is not using.
 #pragma once
 
 #include <limits>

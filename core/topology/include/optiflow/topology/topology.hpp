@@ -114,8 +114,7 @@ class Topology {
 
   bool operator==(const Topology& other) const {
     return name_ == other.name_ && op_overhead_us_ == other.op_overhead_us_ &&
-           gpu_sm_ == other.gpu_sm_ &&
-           nodes_ == other.nodes_ && links_ == other.links_;
+           gpu_sm_ == other.gpu_sm_ && nodes_ == other.nodes_ && links_ == other.links_;
   }
 
  private:
