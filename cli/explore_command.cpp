@@ -4,11 +4,16 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
+#include "optiflow/db/store.hpp"
 #include "optiflow/explore/explore.hpp"
+#include "optiflow/llm/llm_proposer.hpp"
+#include "optiflow/llm/settings.hpp"
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
@@ -16,10 +21,45 @@
 namespace optiflow::cli {
 namespace {
 
+// The model settings as flags; each flag given overrides the config file and the environment.
+struct LlmFlags {
+  std::string config, url, models, store;
+  std::optional<double> timeout_s, temperature, max_cost;
+  std::optional<std::int64_t> max_tokens, max_total_tokens;
+  std::optional<int> concurrency, candidates, retries;
+  bool max_completion_tokens = false, replay_only = false, no_cache = false;
+
+  llm::LlmSettings settings() const {
+    llm::LlmSettings s = llm::load_settings(config);
+    if (!url.empty()) s.server.url = url;
+    if (!models.empty()) s.models = llm::parse_model_list(models, "--llm-model");
+    if (!store.empty()) {
+      if (store != "text" && store != "hashes")
+        throw support::InputError(support::SourceLocation{"command line", 0, 0, "--llm-store"},
+                                  "use text or hashes");
+      s.store_text = store == "text";
+    }
+    if (timeout_s) s.server.timeout_s = *timeout_s;
+    if (retries) s.server.retries = *retries;
+    if (temperature) s.temperature = *temperature;
+    if (max_cost) s.max_cost = *max_cost;
+    if (max_tokens) s.max_tokens = *max_tokens;
+    if (max_total_tokens) s.max_total_tokens = *max_total_tokens;
+    if (concurrency) s.concurrency = *concurrency;
+    if (candidates) s.candidates_per_call = *candidates;
+    if (max_completion_tokens) s.use_max_completion_tokens = true;
+    if (replay_only) s.replay_only = true;
+    if (no_cache) s.use_cache = false;
+    llm::validate(s);
+    return s;
+  }
+};
+
 struct ExploreArgs {
   explore::ExploreOptions options;
   std::string collective = "allgather", sizes = "1K:1G";
   std::int64_t resume = 0;
+  LlmFlags llm;
 };
 
 // One line on a terminal, rewritten in place; elsewhere a line every tenth of the budget.
@@ -90,23 +130,95 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
         << "/<collective>-<topology>-<size>.json and .xml; programs: optiflow history program ID\n";
 }
 
+bool uses_model(const std::string& proposer) {
+  return proposer == "llm" || proposer == "hybrid";
+}
+
 // The proposers this build offers, by --proposer name.
-std::unique_ptr<propose::Proposer> make_proposer(const std::string& name,
-                                                 const propose::ProposalContext& context) {
-  if (name == "offline") return propose::make_offline_proposer(context);
-  throw support::InputError(support::SourceLocation{"command line", 0, 0, "--proposer"},
-                            "proposer '" + name + "' is not available yet: use --proposer offline");
+propose::ProposerFactory proposer_factory(const ExploreArgs& args) {
+  return [&args](const std::string& name,
+                 const propose::ProposalContext& context) -> std::unique_ptr<propose::Proposer> {
+    if (name == "offline") return propose::make_offline_proposer(context);
+    if (uses_model(name)) {
+      auto model = llm::make_llm_proposer(context, args.llm.settings(), args.options.db_path);
+      if (name == "llm") return model;
+      return propose::make_hybrid_proposer(std::move(model),
+                                           propose::make_offline_proposer(context));
+    }
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--proposer"},
+                              "unknown proposer '" + name + "' (offline | llm | hybrid)");
+  };
+}
+
+void print_model_calls(const explore::ExploreResult& r, const std::string& db) {
+  const db::ModelCallTotals t = db::Store::open(db).model_call_totals(r.run_id);
+  if (t.calls == 0) return;
+  std::cout << strprintf(
+      "model calls: %lld (%lld from the replay cache, %lld failed), %lld prompt + %lld "
+      "completion tokens, cost %.4f; optiflow history calls %lld\n",
+      static_cast<long long>(t.calls), static_cast<long long>(t.cached),
+      static_cast<long long>(t.failed), static_cast<long long>(t.prompt_tokens),
+      static_cast<long long>(t.completion_tokens), t.cost, static_cast<long long>(r.run_id));
 }
 
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
   if (args.resume > 0) args.options.resume = args.resume;
+  if (uses_model(args.options.proposer)) args.llm.settings();  // bad settings fail before the run
   ProgressLine progress;
-  const auto result = explore::explore(args.options, make_proposer,
+  const auto result = explore::explore(args.options, proposer_factory(args),
                                        [&](const explore::Progress& p) { progress(p); });
   progress.finish();
   print_result(result, args.collective, args.options.db_path);
+  print_model_calls(result, args.options.db_path);
+  if (!result.stop_reason.empty())
+    std::cout << "stopped before the budget: " << result.stop_reason << "\n";
+  if (!result.failure.empty())
+    throw std::runtime_error("the run failed (what it stored is kept): " + result.failure);
+}
+
+void add_llm_options(CLI::App& cmd, LlmFlags& f) {
+  const char* group = "Language model (--proposer llm|hybrid; docs/llm.md)";
+  cmd.add_option("--llm-config", f.config, "JSON file of model settings")->group(group);
+  cmd.add_option("--llm-url", f.url,
+                 "server base URL, e.g. http://localhost:8000/v1 "
+                 "(default: $OPTIFLOW_LLM_URL)")
+      ->group(group);
+  cmd.add_option("--llm-model", f.models,
+                 "model names, comma-separated, each optionally name:weight "
+                 "(default: $OPTIFLOW_LLM_MODEL)")
+      ->group(group);
+  cmd.add_option("--llm-timeout", f.timeout_s,
+                 "seconds per request (default: $OPTIFLOW_LLM_TIMEOUT or 120)")
+      ->group(group);
+  cmd.add_option("--llm-retries", f.retries, "retries after a timeout, 429 or 5xx (default 4)")
+      ->group(group);
+  cmd.add_option("--llm-temperature", f.temperature, "sampling temperature (default 0.7)")
+      ->group(group);
+  cmd.add_option("--llm-max-tokens", f.max_tokens, "completion tokens per reply (default 4096)")
+      ->group(group);
+  cmd.add_flag("--llm-max-completion-tokens", f.max_completion_tokens,
+               "send max_completion_tokens (reasoning models) instead of max_tokens")
+      ->group(group);
+  cmd.add_option("--llm-concurrency", f.concurrency, "requests in flight at once (default 4)")
+      ->group(group);
+  cmd.add_option("--llm-candidates", f.candidates, "programs asked for per reply (default 4)")
+      ->group(group);
+  cmd.add_option("--llm-max-total-tokens", f.max_total_tokens,
+                 "stop the run once its calls used this many tokens")
+      ->group(group);
+  cmd.add_option("--llm-max-cost", f.max_cost,
+                 "stop the run once its calls cost this much (prices: --llm-config)")
+      ->group(group);
+  cmd.add_option("--llm-store", f.store,
+                 "text | hashes: what the store keeps of prompts and replies")
+      ->group(group);
+  cmd.add_flag("--replay-only", f.replay_only,
+               "answer every request from recorded replies; fail on one that was not recorded")
+      ->group(group);
+  cmd.add_flag("--no-cache", f.no_cache, "always call the server, even for a recorded request")
+      ->group(group);
 }
 
 }  // namespace
@@ -125,13 +237,15 @@ void add_explore_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--time-limit", args->options.time_limit_s,
                   "stop after this many seconds (0: none)");
-  cmd->add_option("--proposer", args->options.proposer, "offline | llm")->capture_default_str();
+  cmd->add_option("--proposer", args->options.proposer, "offline | llm | hybrid")
+      ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "random seed")->capture_default_str();
   cmd->add_option("--db", args->options.db_path, "SQLite database")->capture_default_str();
   cmd->add_option("--resume", args->resume, "continue run RUN of the database");
   cmd->add_option("--out", args->options.out_dir, "where the winners' schedules go")
       ->capture_default_str();
   cmd->add_option("--threads", args->options.threads, "worker threads (0: all cores)");
+  add_llm_options(*cmd, args->llm);
   cmd->callback([args] { run_explore(*args); });
 }
 

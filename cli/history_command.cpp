@@ -1,4 +1,5 @@
-// `optiflow history runs | run RUN | best | program ID | export`: queries over the database.
+// `optiflow history runs | run RUN | calls RUN | best | program ID | export`: queries over the
+// database.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -45,22 +46,55 @@ void print_best(const std::vector<db::BestEntry>& best, const std::string& size_
   }
 }
 
+std::string calls_cell(const db::ModelCallTotals& t) {
+  if (t.calls == 0) return "-";
+  return strprintf("%lld/%lld/%.2f", static_cast<long long>(t.calls),
+                   static_cast<long long>(t.prompt_tokens + t.completion_tokens), t.cost);
+}
+
 void runs(const HistoryArgs& args) {
   const db::Store store = open_store(args);
-  std::cout << strprintf("%5s %-20s %-16s %-13s %-8s %6s %9s %9s  %s\n", "run", "started",
+  std::cout << strprintf("%5s %-20s %-16s %-13s %-8s %6s %9s %11s %-18s  %s\n", "run", "started",
                          "topology", "collective", "proposer", "seed", "evaluated", "status",
-                         "sizes");
+                         "calls/tokens/cost", "sizes");
   for (const auto& r : db::list_runs(store, args.filter)) {
     const auto& s = r.run.sizes;
-    std::cout << strprintf("%5lld %-20s %-16s %-13s %-8s %6llu %4lld/%-4lld %9s  %s:%s\n",
-                           static_cast<long long>(r.run.id), r.run.started_at.substr(0, 19).c_str(),
-                           r.run.topology_name.c_str(), r.run.collective.c_str(),
-                           r.run.proposer.c_str(), static_cast<unsigned long long>(r.run.seed),
-                           static_cast<long long>(r.stats.candidates),
-                           static_cast<long long>(r.run.budget), r.run.status.c_str(),
-                           s.empty() ? "" : support::format_size(s.front()).c_str(),
-                           s.empty() ? "" : support::format_size(s.back()).c_str());
+    std::cout << strprintf(
+        "%5lld %-20s %-16s %-13s %-8s %6llu %4lld/%-4lld %11s %-18s  %s:%s\n",
+        static_cast<long long>(r.run.id), r.run.started_at.substr(0, 19).c_str(),
+        r.run.topology_name.c_str(), r.run.collective.c_str(), r.run.proposer.c_str(),
+        static_cast<unsigned long long>(r.run.seed), static_cast<long long>(r.stats.candidates),
+        static_cast<long long>(r.run.budget), r.run.status.c_str(), calls_cell(r.calls).c_str(),
+        s.empty() ? "" : support::format_size(s.front()).c_str(),
+        s.empty() ? "" : support::format_size(s.back()).c_str());
   }
+}
+
+void print_call_totals(const db::ModelCallTotals& t) {
+  std::cout << strprintf(
+      "model calls: %lld (%lld from the replay cache, %lld failed), %lld prompt + %lld "
+      "completion tokens, cost %.4f, %.1f s waiting\n",
+      static_cast<long long>(t.calls), static_cast<long long>(t.cached),
+      static_cast<long long>(t.failed), static_cast<long long>(t.prompt_tokens),
+      static_cast<long long>(t.completion_tokens), t.cost, t.latency_ms / 1000);
+}
+
+void calls(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  if (!store.run(args.id))
+    throw support::InputError(support::SourceLocation{args.db, 0, 0, "RUN"},
+                              "no run " + std::to_string(args.id));
+  print_call_totals(store.model_call_totals(args.id));
+  std::cout << strprintf("\n%6s %-8s %-24s %6s %8s %8s %9s %-7s %10s  %s\n", "call", "purpose",
+                         "model", "cached", "prompt", "reply", "ms", "finish", "candidates",
+                         "error");
+  for (const db::ModelCall& c : store.model_calls(args.id))
+    std::cout << strprintf("%6lld %-8s %-24s %6s %8lld %8lld %9.1f %-7s %10lld  %s\n",
+                           static_cast<long long>(c.id), c.purpose.c_str(), c.model.c_str(),
+                           c.cached ? "yes" : "no", static_cast<long long>(c.prompt_tokens),
+                           static_cast<long long>(c.completion_tokens), c.latency_ms,
+                           c.finish_reason.c_str(), static_cast<long long>(c.candidates),
+                           c.error.substr(0, 100).c_str());
 }
 
 void run(const HistoryArgs& args) {
@@ -79,6 +113,10 @@ void run(const HistoryArgs& args) {
   std::cout << strprintf("started %s, finished %s, host %s, revision %s\n\n", r.started_at.c_str(),
                          r.finished_at.empty() ? "-" : r.finished_at.c_str(), r.host.c_str(),
                          r.git_revision.c_str());
+  if (detail->calls.calls > 0) {
+    print_call_totals(detail->calls);
+    std::cout << "\n";
+  }
   print_best(detail->best, args.size, store);
   std::cout
       << "\nprogress (best time_us after each iteration, smallest / middle / largest size):\n";
@@ -108,6 +146,10 @@ void program(const HistoryArgs& args) {
                          static_cast<long long>(lineage->program.id),
                          lineage->program.origin.c_str(), lineage->program.created_at.c_str(),
                          lineage->program.hash.c_str(), lineage->program.source.c_str());
+  for (const auto& c : lineage->proposed_by)
+    std::cout << strprintf("proposed by model call %lld (run %lld, %s, %s)\n",
+                           static_cast<long long>(c.id), static_cast<long long>(c.run_id),
+                           c.model.c_str(), c.purpose.c_str());
   std::cout << "lineage:\n";
   if (lineage->ancestors.empty())
     std::cout << "  (no parents: a template or an imported program)\n";
@@ -176,6 +218,11 @@ void add_history_command(CLI::App& app) {
   one->add_option("RUN", args->id, "run id")->required();
   one->add_option("--size", args->size, "only this size");
   one->callback([args] { run(*args); });
+
+  auto* model_calls =
+      history->add_subcommand("calls", "A run's model calls: tokens, cost, latency, errors");
+  model_calls->add_option("RUN", args->id, "run id")->required();
+  model_calls->callback([args] { calls(*args); });
 
   auto* top = history->add_subcommand("best", "Best program per size across runs");
   add_filters(*top, *args);

@@ -83,7 +83,8 @@ std::vector<RunSummary> list_runs(const Store& store, const HistoryFilter& filte
   std::vector<RunSummary> summaries;
   for (RunInfo& run : store.runs(filter)) {
     const RunStats stats = store.run_stats(run.id);
-    summaries.push_back(RunSummary{std::move(run), stats});
+    const ModelCallTotals calls = store.model_call_totals(run.id);
+    summaries.push_back(RunSummary{std::move(run), stats, calls});
   }
   return summaries;
 }
@@ -94,6 +95,7 @@ std::optional<RunDetail> run_detail(const Store& store, Id run_id, const std::st
   RunDetail detail;
   detail.run = std::move(*run);
   detail.stats = store.run_stats(run_id);
+  detail.calls = store.model_call_totals(run_id);
   detail.model = model;
   HistoryFilter filter;
   filter.run_id = run_id;
@@ -114,6 +116,7 @@ std::optional<ProgramLineage> program_lineage(const Store& store, Id program_id)
   ProgramLineage lineage;
   lineage.program = std::move(*program);
   lineage.results = store.program_results(program_id);
+  lineage.proposed_by = store.model_calls_of_program(program_id);
 
   std::set<Id> seen{program_id};
   std::deque<std::pair<Id, int>> pending;

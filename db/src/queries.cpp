@@ -235,7 +235,8 @@ std::vector<BestEntry> Store::best(const HistoryFilter& filter, const std::strin
 }
 
 std::vector<ResultRow> Store::results(const HistoryFilter& filter) const {
-  Query q = impl_->query(std::string("SELECT c.run_id, c.seq, c.iteration, c.program_id, p.origin, "
+  Query q = impl_->query(std::string("SELECT c.run_id, c.seq, c.iteration, c.program_id, "
+                                     "coalesce(nullif(c.origin, ''), p.origin), "
                                      "t.name, r.collective, m.model, "
                                      "s.hash, c.recorded_at, m.size_bytes, m.time_us, "
                                      "m.algbw_GBps, m.busbw_GBps, m.bound_us ") +
@@ -311,17 +312,67 @@ std::vector<Store::ProgramResult> Store::program_results(Id program_id) const {
   return results;
 }
 
+namespace {
+
+constexpr const char* kModelCallColumns =
+    "SELECT id, run_id, model, purpose, prompt_tokens, completion_tokens, latency_ms, cost, "
+    "request_hash, request, response, text_stored, cached, finish_reason, error, called_at, "
+    "(SELECT count(*) FROM candidates c WHERE c.model_call_id = model_calls.id) "
+    "FROM model_calls ";
+
+ModelCall model_call_at(const Statement& row) {
+  return ModelCall{row.int64(0), row.int64(1),       row.text(2),        row.text(3),  row.int64(4),
+                   row.int64(5), row.real(6),        row.real(7),        row.text(8),  row.text(9),
+                   row.text(10), row.int64(11) != 0, row.int64(12) != 0, row.text(13), row.text(14),
+                   row.text(15), row.int64(16)};
+}
+
+}  // namespace
+
 std::vector<ModelCall> Store::model_calls(Id run_id) const {
-  Query q = impl_->query(
-      "SELECT id, run_id, model, prompt_tokens, completion_tokens, latency_ms, request, response, "
-      "called_at "
-      "FROM model_calls WHERE run_id = ?1 ORDER BY id");
+  Query q = impl_->query(std::string(kModelCallColumns) + "WHERE run_id = ?1 ORDER BY id");
   q->bind_all(run_id);
   std::vector<ModelCall> calls;
-  while (q->step())
-    calls.push_back(ModelCall{q->int64(0), q->int64(1), q->text(2), q->int64(3), q->int64(4),
-                              q->real(5), q->text(6), q->text(7), q->text(8)});
+  while (q->step()) calls.push_back(model_call_at(*q));
   return calls;
+}
+
+std::optional<ModelCall> Store::cached_model_call(const std::string& request_hash,
+                                                  bool or_failure) const {
+  Query q = impl_->query(std::string(kModelCallColumns) +
+                         "WHERE request_hash = ?1 AND text_stored = 1 AND (error = '' OR ?2) "
+                         "ORDER BY error <> '', id LIMIT 1");
+  q->bind_all(request_hash, or_failure);
+  if (!q->step()) return std::nullopt;
+  return model_call_at(*q);
+}
+
+std::vector<ModelCall> Store::model_calls_of_program(Id program_id) const {
+  Query q = impl_->query(std::string(kModelCallColumns) +
+                         "WHERE id IN (SELECT model_call_id FROM candidates WHERE program_id = ?1) "
+                         "ORDER BY id");
+  q->bind_all(program_id);
+  std::vector<ModelCall> calls;
+  while (q->step()) calls.push_back(model_call_at(*q));
+  return calls;
+}
+
+ModelCallTotals Store::model_call_totals(Id run_id) const {
+  Query q = impl_->query(
+      "SELECT count(*), total(cached), total(error <> ''), "
+      "total(CASE WHEN cached = 0 THEN prompt_tokens END), "
+      "total(CASE WHEN cached = 0 THEN completion_tokens END), "
+      "total(CASE WHEN cached = 0 THEN cost END), total(latency_ms) "
+      "FROM model_calls WHERE run_id = ?1");
+  q->bind_all(run_id);
+  q->step();
+  return ModelCallTotals{q->int64(0),
+                         static_cast<std::int64_t>(q->real(1)),
+                         static_cast<std::int64_t>(q->real(2)),
+                         static_cast<std::int64_t>(q->real(3)),
+                         static_cast<std::int64_t>(q->real(4)),
+                         q->real(5),
+                         q->real(6)};
 }
 
 }  // namespace optiflow::db

@@ -146,6 +146,19 @@ CREATE TABLE model_calls (
 );
 CREATE INDEX model_calls_by_run ON model_calls(run_id);
 )sql"},
+    Migration{2, "model calls for the language-model proposer", R"sql(
+ALTER TABLE model_calls ADD COLUMN purpose TEXT NOT NULL DEFAULT 'propose';
+ALTER TABLE model_calls ADD COLUMN request_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_calls ADD COLUMN text_stored INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE model_calls ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE model_calls ADD COLUMN finish_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_calls ADD COLUMN error TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_calls ADD COLUMN cost REAL NOT NULL DEFAULT 0;
+CREATE INDEX model_calls_by_request ON model_calls(request_hash);
+
+ALTER TABLE candidates ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+ALTER TABLE candidates ADD COLUMN model_call_id INTEGER REFERENCES model_calls(id);
+)sql"},
 };
 
 static_assert(kMigrations.back().version == Store::kSchemaVersion,

@@ -293,10 +293,12 @@ Id Store::record_candidate(const CandidateRecord& record) {
     }
     Query q = impl.query(
         "INSERT INTO candidates(run_id, seq, iteration, island, program_id, compilation_id, "
-        "schedule_id, model, "
-        "recorded_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+        "schedule_id, model, recorded_at, origin, model_call_id) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    std::optional<Id> call;
+    if (record.model_call_id > 0) call = record.model_call_id;
     q->bind_all(record.run_id, record.seq, record.iteration, record.island, program_id,
-                compilation_id, schedule_id, record.model, utc_now());
+                compilation_id, schedule_id, record.model, utc_now(), record.origin, call);
     q->run();
   });
   return stored_program;
@@ -333,17 +335,19 @@ void Store::record_hw_result(const std::string& schedule_hash, Id topology_id,
   });
 }
 
-void Store::record_model_call(Id run_id, const std::string& model, std::int64_t prompt_tokens,
-                              std::int64_t completion_tokens, double latency_ms,
-                              const std::string& request, const std::string& response) {
-  impl_->transaction("record_model_call", [&] {
+Id Store::record_model_call(const ModelCall& call) {
+  return impl_->transaction("record_model_call", [&] {
     Query q = impl_->query(
         "INSERT INTO model_calls(run_id, model, prompt_tokens, completion_tokens, latency_ms, "
-        "request, response, "
-        "called_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-    q->bind_all(run_id, model, prompt_tokens, completion_tokens, latency_ms, request, response,
-                utc_now());
-    q->run();
+        "request, response, called_at, purpose, request_hash, text_stored, cached, "
+        "finish_reason, error, cost) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING id");
+    q->bind_all(call.run_id, call.model, call.prompt_tokens, call.completion_tokens,
+                call.latency_ms, call.request, call.response, utc_now(), call.purpose,
+                call.request_hash, call.text_stored, call.cached, call.finish_reason, call.error,
+                call.cost);
+    q->step();
+    return q->int64(0);
   });
 }
 

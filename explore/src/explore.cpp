@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -80,7 +81,9 @@ struct Candidate {
   std::int64_t seq = 0, iteration = 0;
   int island = -1;  // -1: a template, offered to every island
   std::string source, origin;
-  Parsed parsed;  // its tree is dropped once compiled
+  std::int64_t model_call_id = 0;
+  bool repaired = false;  // its proposer has had its second try
+  Parsed parsed;          // its tree is dropped once compiled
   std::vector<std::int64_t> parent_ids;
   Compiled compiled;
   Simulated simulated;
@@ -93,7 +96,12 @@ struct Candidate {
   const std::string& diagnostics() const {
     return parsed.canonical.empty() ? parsed.diagnostics : compiled.diagnostics;
   }
+  bool ok() const { return !parsed.canonical.empty() && compiled.ok; }
 };
+
+constexpr std::size_t kKnownShown = 12;    // programs a request lists as already evaluated
+constexpr std::size_t kFailuresShown = 3;  // recent failures a request carries
+constexpr int kMaxEmptyRounds = 5;         // rounds without a single proposal before the run ends
 
 class Exploration {
  public:
@@ -107,30 +115,41 @@ class Exploration {
 
   ExploreResult run() {
     open_run();
-    const auto templates = proposer_->initial_programs();
-    std::size_t next_template = 0;
-    std::mt19937_64 rng(options_.seed);
+    rng_.seed(options_.seed);
     std::int64_t seq = 0, iteration = 0;
-    while (seq < options_.budget && !out_of_time()) {
-      std::vector<Candidate> batch;
-      for (std::size_t k = 0; k < kBatch && seq < options_.budget; ++k, ++seq) {
+    until_proposer_fails([&] {
+      for (propose::Proposal& p : proposer_->initial_programs()) {
         Candidate c;
-        c.seq = seq;
-        c.iteration = iteration;
-        if (next_template < templates.size()) {
-          c.source = templates[next_template].source;
-          c.origin = templates[next_template++].origin;
-        } else {
-          propose(c, rng);
-        }
-        batch.push_back(std::move(c));
+        c.source = std::move(p.source);
+        c.origin = std::move(p.origin);
+        c.model_call_id = p.model_call_id;
+        pending_.push_back(std::move(c));
       }
+    });
+    while (seq < options_.budget && !out_of_time() && failure_.empty()) {
+      std::vector<Candidate> batch;
+      until_proposer_fails([&] {
+        while (batch.size() < kBatch && seq < options_.budget) {
+          if (pending_.empty() && !request_proposals(seq, kBatch - batch.size())) break;
+          if (pending_.empty()) continue;
+          Candidate c = std::move(pending_.front());
+          pending_.pop_front();
+          c.seq = seq++;
+          c.iteration = iteration;
+          batch.push_back(std::move(c));
+        }
+      });
+      if (batch.empty()) break;
       evaluate(batch);
+      until_proposer_fails([&] { repair(batch); });
       for (Candidate& c : batch) commit(c);
       if (++iteration % kMigrateEvery == 0) population_.migrate();
       report();
     }
-    store_.set_run_status(run_id_, seq >= options_.budget ? "finished" : "interrupted");
+    store_.set_run_status(run_id_, !failure_.empty() ? "failed"
+                                   : seq >= options_.budget || !stop_reason_.empty()
+                                       ? "finished"
+                                       : "interrupted");
     return finish(seq);
   }
 
@@ -159,8 +178,6 @@ class Exploration {
     for (auto size : options_.sizes) bound_us_.push_back(bound_->at(size).time_us);
     topology_id_ =
         store_.put_topology(topology_->name(), topology::write_topology_json(*topology_));
-    context_ = propose::ProposalContext{topology_.get(), options_.collective, options_.sizes};
-    proposer_ = make_proposer_(options_.proposer, context_);
     population_ = ProgramDatabase(options_.sizes.size(), kIslands, kPerIsland);
     best_.assign(options_.sizes.size(), Best{});
     if (!options_.resume) {
@@ -181,6 +198,38 @@ class Exploration {
     } else {
       store_.set_run_status(run_id_, "running");
     }
+    try {
+      nccl_ = baselines::run_baseline("nccl", *topology_, options_.collective, options_.sizes);
+    } catch (const support::InputError& e) {
+      nccl_missing_ = e.what();
+    }
+    context_ = propose::ProposalContext{
+        topology_.get(), options_.collective, options_.sizes, bound_us_, {},
+        run_id_,         options_.seed};
+    if (nccl_)
+      for (std::uint64_t size : options_.sizes) {
+        const baselines::BaselineRow& row = nccl_->rows[nccl_row(*nccl_, size)];
+        context_.nccl.push_back(propose::NcclAtSize{
+            row.sim.time_us, row.algorithm + "/" + std::string(topology::to_string(row.protocol))});
+      }
+    try {
+      proposer_ = make_proposer_(options_.proposer, context_);
+    } catch (...) {
+      store_.set_run_status(run_id_, "failed");
+      throw;
+    }
+  }
+
+  // Runs `step` unless the proposer has failed; a proposer that cannot go on ends the run
+  // after the candidates already made are evaluated and stored.
+  template <typename Step>
+  void until_proposer_fails(Step&& step) {
+    if (!failure_.empty()) return;
+    try {
+      step();
+    } catch (const propose::ProposerError& e) {
+      failure_ = e.what();
+    }
   }
 
   bool out_of_time() const {
@@ -188,20 +237,99 @@ class Exploration {
            std::chrono::duration<double>(Clock::now() - start_).count() > options_.time_limit_s;
   }
 
-  void propose(Candidate& c, std::mt19937_64& rng) {
-    c.island = static_cast<int>(static_cast<std::size_t>(c.seq) % population_.island_count());
-    const auto parents = population_.parents(static_cast<std::size_t>(c.island), rng);
-    propose::ProposalRequest request;
-    request.seed = mix(options_.seed ^ mix(static_cast<std::uint64_t>(c.seq)));
-    for (const Entry* p : parents) {
-      request.parents.push_back(p->parent);
-      c.parent_ids.push_back(p->program_id);
+  // Asks the proposer for about `wanted` programs, one request per proposals_per_request()
+  // of them; the candidates they will become start at `next_seq`. False when the proposer has
+  // stopped (or makes nothing, round after round).
+  bool request_proposals(std::int64_t next_seq, std::size_t wanted) {
+    if (stop_reason_ = proposer_->stop_reason(); !stop_reason_.empty()) return false;
+    const std::size_t per_request = std::max<std::size_t>(1, proposer_->proposals_per_request());
+    std::vector<propose::ProposalRequest> requests;
+    std::vector<std::pair<int, std::vector<std::int64_t>>> origins;  // island, parent ids
+    for (std::size_t k = 0; k < wanted; k += per_request) {
+      const auto seq = next_seq + static_cast<std::int64_t>(k);
+      const int island =
+          static_cast<int>(static_cast<std::size_t>(seq) % population_.island_count());
+      propose::ProposalRequest request;
+      request.seed = mix(options_.seed ^ mix(static_cast<std::uint64_t>(seq)));
+      std::vector<std::int64_t> parent_ids;
+      for (const Entry* p : population_.parents(static_cast<std::size_t>(island), rng_)) {
+        request.parents.push_back(p->parent);
+        parent_ids.push_back(p->program_id);
+      }
+      if (request.parents.empty())
+        request.parents.push_back(propose::Parent{baseline_program(*topology_), {}, {}, {}, {}});
+      request.best = best_programs();
+      request.failures.assign(recent_failures_.begin(), recent_failures_.end());
+      request.known.assign(known_.begin(), known_.end());
+      requests.push_back(std::move(request));
+      origins.emplace_back(island, std::move(parent_ids));
     }
-    if (request.parents.empty())
-      request.parents.push_back(propose::Parent{baseline_program(*topology_), {}, {}, {}, {}});
-    propose::Proposal proposal = proposer_->propose(request);
-    c.source = std::move(proposal.source);
-    c.origin = std::move(proposal.origin);
+    auto answers = proposer_->propose(requests);
+    std::size_t made = 0;
+    for (std::size_t r = 0; r < answers.size() && r < requests.size(); ++r)
+      for (propose::Proposal& p : answers[r]) {
+        Candidate c;
+        c.island = origins[r].first;
+        c.parent_ids = origins[r].second;
+        c.source = std::move(p.source);
+        c.origin = std::move(p.origin);
+        c.model_call_id = p.model_call_id;
+        pending_.push_back(std::move(c));
+        ++made;
+      }
+    empty_rounds_ = made > 0 ? 0 : empty_rounds_ + 1;
+    if (empty_rounds_ >= kMaxEmptyRounds)
+      throw propose::ProposerError("the " + proposer_->name() + " proposer made no programs in " +
+                                   std::to_string(kMaxEmptyRounds) + " rounds of requests");
+    return true;
+  }
+
+  // The distinct programs that are best at some size, smallest size first (at most three).
+  std::vector<propose::Parent> best_programs() const {
+    std::vector<propose::Parent> best;
+    std::vector<std::int64_t> ids;
+    for (std::size_t s : {std::size_t{0}, best_.size() / 2, best_.size() - 1}) {
+      if (s >= best_.size() || best_[s].time_us == 0) continue;
+      if (std::find(ids.begin(), ids.end(), best_[s].program_id) != ids.end()) continue;
+      ids.push_back(best_[s].program_id);
+      best.push_back(best_[s].parent);
+    }
+    return best;
+  }
+
+  // Each candidate that failed gets one second try from its proposer (a model sees the
+  // compiler's message), evaluated in its place before it counts as failed.
+  void repair(std::vector<Candidate>& batch) {
+    std::vector<propose::Rejection> rejected;
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (!batch[i].ok() && !batch[i].repaired) {
+        rejected.push_back(propose::Rejection{
+            {batch[i].source, batch[i].origin, batch[i].model_call_id}, batch[i].diagnostics()});
+        where.push_back(i);
+      }
+    if (rejected.empty()) return;
+    auto repaired = proposer_->repair(rejected);
+    std::vector<Candidate> second;
+    std::vector<std::size_t> second_at;
+    for (std::size_t k = 0; k < where.size() && k < repaired.size(); ++k) {
+      if (!repaired[k]) continue;
+      Candidate c;
+      const Candidate& first = batch[where[k]];
+      c.seq = first.seq;
+      c.iteration = first.iteration;
+      c.island = first.island;
+      c.parent_ids = first.parent_ids;
+      c.source = std::move(repaired[k]->source);
+      c.origin = std::move(repaired[k]->origin);
+      c.model_call_id = repaired[k]->model_call_id;
+      c.repaired = true;
+      second.push_back(std::move(c));
+      second_at.push_back(where[k]);
+    }
+    if (second.empty()) return;
+    evaluate(second);
+    for (std::size_t k = 0; k < second.size(); ++k) batch[second_at[k]] = std::move(second[k]);
   }
 
   // Parse serially (cheap, and finds repeats), compile and simulate in parallel.
@@ -237,7 +365,7 @@ class Exploration {
   }
 
   void commit(Candidate& c) {
-    const bool ok = !c.parsed.canonical.empty() && c.compiled.ok;
+    const bool ok = c.ok();
     const bool improves = ok && improves_some_size(c);
     std::int64_t program_id = 0;
     if (static_cast<std::size_t>(c.seq) < committed_.size()) {
@@ -256,6 +384,7 @@ class Exploration {
       r.island = c.island;
       r.program_source = c.stored_source();
       r.origin = c.origin;
+      r.model_call_id = c.model_call_id;
       r.parent_program_ids = c.parent_ids;
       r.collective = std::string(support::to_string(options_.collective));
       r.compiled = ok;
@@ -286,6 +415,13 @@ class Exploration {
       entry.parent.busiest_links = c.simulated.busiest_links;
       entry.parent.idle_links = c.simulated.idle_links;
       record_best(entry, c);
+    } else {
+      recent_failures_.push_front(entry.parent);
+      if (recent_failures_.size() > kFailuresShown) recent_failures_.pop_back();
+    }
+    if (!c.reused) {
+      known_.push_front(c.stored_source());
+      if (known_.size() > kKnownShown) known_.pop_back();
     }
     population_.add(entry, c.island);
     ++evaluated_;
@@ -307,7 +443,7 @@ class Exploration {
         if (!kept)
           kept = std::make_shared<const schedule::Schedule>(std::move(c.compiled.schedule));
         best_[s] = Best{c.simulated.time_us[s], c.simulated.busbw_GBps[s], entry.program_id,
-                        entry.parent.source, kept};
+                        entry.parent, kept};
       }
   }
 
@@ -331,26 +467,22 @@ class Exploration {
     result.topology = topology_->name();
     result.candidates = seq;
     result.compiled = compiled_;
-    std::optional<baselines::BaselineRun> nccl;
-    try {
-      nccl = baselines::run_baseline("nccl", *topology_, options_.collective, options_.sizes);
-    } catch (const support::InputError& e) {
-      result.nccl_missing = e.what();
-    }
+    result.nccl_missing = nccl_missing_;
+    result.stop_reason = stop_reason_;
+    result.failure = failure_;
     std::filesystem::create_directories(options_.out_dir);
     for (std::size_t s = 0; s < options_.sizes.size(); ++s) {
       if (best_[s].time_us == 0) continue;
       SizeWinner w;
       w.size_bytes = options_.sizes[s];
       w.program_id = best_[s].program_id;
-      w.program_source = best_[s].source;
+      w.program_source = best_[s].parent.source;
       w.time_us = best_[s].time_us;
       w.busbw_GBps = best_[s].busbw_GBps;
       w.bound_us = bound_us_[s];
-      if (nccl) {
-        const baselines::BaselineRow& row = nccl->rows[nccl_row(*nccl, w.size_bytes)];
-        w.nccl_time_us = row.sim.time_us;
-        w.nccl_choice = row.algorithm + "/" + std::string(topology::to_string(row.protocol));
+      if (!context_.nccl.empty()) {
+        w.nccl_time_us = context_.nccl[s].time_us;
+        w.nccl_choice = context_.nccl[s].choice;
       }
       const schedule::Schedule& winner = *best_[s].schedule;
       const std::string stem = options_.out_dir + "/" +
@@ -375,7 +507,7 @@ class Exploration {
   struct Best {
     double time_us = 0, busbw_GBps = 0;
     std::int64_t program_id = 0;
-    std::string source;
+    propose::Parent parent;  // its source and results, as proposers see them
     std::shared_ptr<const schedule::Schedule> schedule;
   };
 
@@ -394,6 +526,13 @@ class Exploration {
   ProgramDatabase population_{1, 1, 1};
   std::vector<Best> best_;
   std::map<std::string, std::pair<Compiled, Simulated>> seen_;
+  std::mt19937_64 rng_{0};
+  std::deque<Candidate> pending_;  // proposed, not yet evaluated
+  std::deque<propose::Parent> recent_failures_;
+  std::deque<std::string> known_;
+  std::optional<baselines::BaselineRun> nccl_;
+  std::string nccl_missing_, stop_reason_, failure_;
+  int empty_rounds_ = 0;
 };
 
 }  // namespace

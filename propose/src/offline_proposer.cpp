@@ -255,8 +255,11 @@ class OfflineProposer final : public Proposer {
     return proposals;
   }
 
-  Proposal propose(const ProposalRequest& request) override {
-    return {mutate_or_combine(request), name()};
+  std::vector<std::vector<Proposal>> propose(std::span<const ProposalRequest> requests) override {
+    std::vector<std::vector<Proposal>> proposals;
+    for (const ProposalRequest& request : requests)
+      proposals.push_back({Proposal{mutate_or_combine(request), name()}});
+    return proposals;
   }
 
  private:

@@ -431,14 +431,64 @@ TEST_F(StoreTest, HardwareResultsAndModelCalls) {
   EXPECT_EQ(results[2].host_info, "node0 8xH100");
   EXPECT_DOUBLE_EQ(results[2].perf.time_us, 90);
 
-  store_.record_model_call(run_, "qwen", 1200, 300, 850.5, "{\"messages\":[]}", "{\"choices\":[]}");
+  ModelCall call;
+  call.run_id = run_;
+  call.model = "qwen";
+  call.prompt_tokens = 1200;
+  call.completion_tokens = 300;
+  call.latency_ms = 850.5;
+  call.cost = 0.25;
+  call.request_hash = "0123456789abcdef";
+  call.request = "{\"messages\":[]}";
+  call.response = "{\"choices\":[]}";
+  call.finish_reason = "stop";
+  const Id first = store_.record_model_call(call);
   const auto calls = store_.model_calls(run_);
   ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].id, first);
   EXPECT_EQ(calls[0].model, "qwen");
+  EXPECT_EQ(calls[0].purpose, "propose");
   EXPECT_EQ(calls[0].prompt_tokens, 1200);
   EXPECT_EQ(calls[0].completion_tokens, 300);
   EXPECT_DOUBLE_EQ(calls[0].latency_ms, 850.5);
   EXPECT_EQ(calls[0].response, "{\"choices\":[]}");
+  EXPECT_EQ(calls[0].finish_reason, "stop");
+  EXPECT_FALSE(calls[0].called_at.empty());
+}
+
+TEST_F(StoreTest, ModelCallsAreAReplayCacheAndSumUpPerRun) {
+  ModelCall call;
+  call.run_id = run_;
+  call.model = "m";
+  call.request_hash = "aaaa";
+  call.error = "HTTP 500";
+  store_.record_model_call(call);  // a failure never answers from the cache
+  EXPECT_FALSE(store_.cached_model_call("aaaa"));
+  call.error.clear();
+  call.text_stored = false;  // nor does a call stored as hashes only
+  store_.record_model_call(call);
+  EXPECT_FALSE(store_.cached_model_call("aaaa"));
+  call.text_stored = true;
+  call.response = "first";
+  call.prompt_tokens = 100;
+  call.completion_tokens = 40;
+  call.cost = 0.5;
+  const Id answered = store_.record_model_call(call);
+  call.response = "second";
+  store_.record_model_call(call);
+  ASSERT_TRUE(store_.cached_model_call("aaaa"));
+  EXPECT_EQ(store_.cached_model_call("aaaa")->id, answered);
+  EXPECT_EQ(store_.cached_model_call("aaaa")->response, "first");
+  call.cached = true;  // a replayed call costs nothing
+  store_.record_model_call(call);
+
+  const ModelCallTotals totals = store_.model_call_totals(run_);
+  EXPECT_EQ(totals.calls, 5);
+  EXPECT_EQ(totals.cached, 1);
+  EXPECT_EQ(totals.failed, 1);
+  EXPECT_EQ(totals.prompt_tokens, 200);
+  EXPECT_EQ(totals.completion_tokens, 80);
+  EXPECT_DOUBLE_EQ(totals.cost, 1.0);
 }
 
 TEST_F(StoreTest, RunsAndBestFilterByTopologyCollectiveOriginAndDate) {

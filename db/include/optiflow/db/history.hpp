@@ -16,6 +16,7 @@ namespace optiflow::db {
 struct RunSummary {
   RunInfo run;
   RunStats stats;
+  ModelCallTotals calls;
 };
 /// The runs matching the filter (origin: runs with a candidate of that origin), by start time.
 std::vector<RunSummary> list_runs(const Store& store, const HistoryFilter& filter = {});
@@ -30,6 +31,7 @@ struct ProgressRow {
 struct RunDetail {
   RunInfo run;
   RunStats stats;
+  ModelCallTotals calls;
   std::string model;
   std::vector<BestEntry> best;        ///< per size with a result, ascending (ties: lowest seq)
   std::vector<ProgressRow> progress;  ///< one per iteration that has results, ascending
@@ -51,6 +53,7 @@ struct ProgramLineage {
   ProgramInfo program;
   std::vector<Ancestor> ancestors;  ///< breadth-first, each program once, at its nearest depth
   std::vector<Store::ProgramResult> results;
+  std::vector<ModelCall> proposed_by;  ///< the model calls whose replies held it
 };
 /// A program, all its ancestors, and every result of its schedules; nullopt when there is no
 /// such program.

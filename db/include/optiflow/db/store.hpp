@@ -79,6 +79,9 @@ struct CandidateRecord {
   std::int64_t schedule_chunks = 0, schedule_steps = 0;
   std::string model = "alpha-beta";
   std::vector<PerfRow> sims;  ///< per size; only when compiled
+  /// The model call whose reply proposed it (0: none). The program's origin is the one it was
+  /// first stored with; `origin` above is also kept per candidate.
+  Id model_call_id = 0;
 };
 
 /// A committed candidate, as candidates() gives it back.
@@ -142,14 +145,32 @@ struct ResultRow {
   PerfRow perf;
 };
 
-/// One call to a language model, as recorded by the proposer.
+/// One call to a language model, as recorded by the proposer (docs/llm.md). The request is
+/// the body sent (it never holds the API key); with text_stored false, request and response
+/// hold only their content hashes and the call cannot be replayed.
 struct ModelCall {
   Id id = 0;
   Id run_id = 0;
   std::string model;
+  std::string purpose = "propose";  ///< "initial" | "propose" | "repair"
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
   double latency_ms = 0;
-  std::string request, response, called_at;
+  double cost = 0;           ///< in the configured currency; 0 when no price is configured
+  std::string request_hash;  ///< content_hash of the request body: the replay cache's key
+  std::string request, response;
+  bool text_stored = true;
+  bool cached = false;          ///< answered from the replay cache, not by the server
+  std::string finish_reason;    ///< "stop", "length", ...
+  std::string error;            ///< why the call failed; empty when it succeeded
+  std::string called_at;        ///< filled when read
+  std::int64_t candidates = 0;  ///< filled when read: the candidates its reply became
+};
+
+/// A run's model calls, summed.
+struct ModelCallTotals {
+  std::int64_t calls = 0, cached = 0, failed = 0;
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;  ///< of calls the server answered
+  double cost = 0, latency_ms = 0;
 };
 
 /// One SQLite file: WAL mode, foreign keys on, schema migrated forward on open, every write
@@ -164,7 +185,7 @@ class Store {
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   int schema_version() const;
 
   /// Stores a topology once per content hash of its JSON; returns its id. The name is the
@@ -225,10 +246,18 @@ class Store {
   void record_hw_result(const std::string& schedule_hash, Id topology_id,
                         const std::string& backend, const PerfRow& perf,
                         const std::string& host_info);
-  void record_model_call(Id run_id, const std::string& model, std::int64_t prompt_tokens,
-                         std::int64_t completion_tokens, double latency_ms,
-                         const std::string& request, const std::string& response);
+  /// Records a model call (call.id and called_at ignored); returns its id.
+  Id record_model_call(const ModelCall& call);
   std::vector<ModelCall> model_calls(Id run_id) const;
+  /// The earliest successful call with this request hash whose text is stored, from any run:
+  /// the replay cache. With `or_failure`, the earliest failed one where none succeeded (a
+  /// replay reproduces a run's failures too).
+  std::optional<ModelCall> cached_model_call(const std::string& request_hash,
+                                             bool or_failure = false) const;
+  /// Totals over a run's calls. Tokens and cost count only calls the server answered.
+  ModelCallTotals model_call_totals(Id run_id) const;
+  /// The model calls whose replies held this program (as a candidate of some run), by id.
+  std::vector<ModelCall> model_calls_of_program(Id program_id) const;
 
   struct Impl;  ///< opaque
 

@@ -49,6 +49,12 @@ struct ExploreResult {
   double seconds = 0;
   /// Why there is no NCCL column (the baseline does not build this collective); empty if there is.
   std::string nccl_missing;
+  /// Why the run ended before its budget because the proposer stopped (a token or cost cap);
+  /// empty otherwise.
+  std::string stop_reason;
+  /// Why the run failed (a model server that is gone, a replay without a recorded reply);
+  /// empty when it did not. What was stored before stays stored; the run's status is "failed".
+  std::string failure;
   std::vector<SizeWinner> winners;
 };
 
@@ -64,7 +70,8 @@ using ProgressSink = std::function<void(const Progress&)>;
 /// Runs (or resumes) an exploration with the proposer that `make_proposer` makes for
 /// options.proposer (a resumed run's own proposer); every candidate's origin is the one its
 /// proposal names. Throws support::InputError for bad options, db::DbError for storage
-/// failures; whatever was committed before a failure stays committed.
+/// failures; whatever was committed before a failure stays committed. A proposer that cannot
+/// go on (propose::ProposerError) ends the run with ExploreResult::failure set.
 ExploreResult explore(const ExploreOptions& options, const propose::ProposerFactory& make_proposer,
                       const ProgressSink& progress = {});
 
