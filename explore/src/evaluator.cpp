@@ -8,11 +8,13 @@
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
 
 namespace optiflow::explore {
 namespace {
 
 constexpr std::size_t kLinkNotes = 3;
+constexpr int kPathRanks = 12;  // ranks of a critical path a proposer is shown
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
@@ -81,6 +83,28 @@ Compiled Compiled::light() const {
   return copy;
 }
 
+namespace {
+
+// "at 1K: 15 steps through ranks 0 1 2 ...": how long the chain that sets the time is, and
+// where it runs (a proposer sees rounds at small sizes, a bottleneck path at large ones).
+std::string critical_path_note(const sim::SimResult& r) {
+  std::string ranks;
+  int shown = 0, previous = -1;
+  for (const sim::CriticalStep& step : r.critical_path) {
+    if (step.rank == previous) continue;
+    previous = step.rank;
+    if (++shown > kPathRanks) {
+      ranks += " ...";
+      break;
+    }
+    ranks += " " + std::to_string(step.rank);
+  }
+  return "at " + support::format_size(r.size_bytes) + ": " +
+         std::to_string(r.critical_path.size()) + " steps through ranks" + ranks;
+}
+
+}  // namespace
+
 Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,
                              const std::vector<std::uint64_t>& sizes) {
   Simulated s;
@@ -90,6 +114,8 @@ Simulated simulate_candidate(const schedule::Schedule& schedule, const topology:
     s.time_us.push_back(r.time_us);
     s.algbw_GBps.push_back(r.algbw_GBps);
     s.busbw_GBps.push_back(r.busbw_GBps);
+    if (i == 0 || i + 1 == sizes.size())
+      s.critical_path += (s.critical_path.empty() ? "" : "; ") + critical_path_note(r);
     if (i + 1 != sizes.size()) continue;
     std::stable_sort(r.links.begin(), r.links.end(),
                      [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });

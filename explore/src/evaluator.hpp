@@ -31,6 +31,7 @@ struct Compiled {
 struct Simulated {
   std::vector<double> time_us, algbw_GBps, busbw_GBps;       ///< per size
   std::vector<propose::LinkNote> busiest_links, idle_links;  ///< at the largest size
+  std::string critical_path;  ///< at the smallest and the largest size (Parent::critical_path)
 };
 
 /// A proposal, parsed once for the whole cascade.

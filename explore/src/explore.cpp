@@ -257,7 +257,8 @@ class Exploration {
         parent_ids.push_back(p->program_id);
       }
       if (request.parents.empty())
-        request.parents.push_back(propose::Parent{baseline_program(*topology_), {}, {}, {}, {}});
+        request.parents.push_back(
+            propose::Parent{baseline_program(*topology_), {}, {}, {}, {}, {}});
       request.best = best_programs();
       request.failures.assign(recent_failures_.begin(), recent_failures_.end());
       request.known.assign(known_.begin(), known_.end());
@@ -352,9 +353,27 @@ class Exploration {
       Candidate& c = batch[fresh[k]];
       c.compiled = compile_candidate(c.parsed, *topology_, options_.collective);
       c.parsed.program.reset();
-      if (c.compiled.ok)
-        c.simulated = simulate_candidate(c.compiled.schedule, *topology_, options_.sizes);
     });
+    // A different program may compile to a schedule simulated before: it costs no simulation.
+    std::vector<std::size_t> to_simulate;
+    for (std::size_t i : fresh) {
+      Candidate& c = batch[i];
+      if (!c.compiled.ok) continue;
+      if (auto it = simulated_.find(c.compiled.schedule_hash); it != simulated_.end()) {
+        c.simulated = it->second;
+      } else if (simulated_.emplace(c.compiled.schedule_hash, Simulated{}).second) {
+        to_simulate.push_back(i);
+      }
+    }
+    support::parallel_for(to_simulate.size(), options_.threads, [&](std::size_t k) {
+      Candidate& c = batch[to_simulate[k]];
+      c.simulated = simulate_candidate(c.compiled.schedule, *topology_, options_.sizes);
+    });
+    for (std::size_t i : to_simulate)
+      simulated_[batch[i].compiled.schedule_hash] = batch[i].simulated;
+    for (std::size_t i : fresh)  // a repeat within this batch
+      if (batch[i].compiled.ok && batch[i].simulated.time_us.empty())
+        batch[i].simulated = simulated_[batch[i].compiled.schedule_hash];
     for (std::size_t i : fresh)
       seen_[batch[i].parsed.canonical] = {batch[i].compiled.light(), batch[i].simulated};
     for (Candidate& c : batch)
@@ -414,6 +433,7 @@ class Exploration {
             options_.sizes[s], c.simulated.time_us[s], c.simulated.time_us[s] / bound_us_[s]});
       entry.parent.busiest_links = c.simulated.busiest_links;
       entry.parent.idle_links = c.simulated.idle_links;
+      entry.parent.critical_path = c.simulated.critical_path;
       record_best(entry, c);
     } else {
       recent_failures_.push_front(entry.parent);
@@ -525,7 +545,8 @@ class Exploration {
   std::unique_ptr<propose::Proposer> proposer_;
   ProgramDatabase population_{1, 1, 1};
   std::vector<Best> best_;
-  std::map<std::string, std::pair<Compiled, Simulated>> seen_;
+  std::map<std::string, std::pair<Compiled, Simulated>> seen_;  // by canonical program
+  std::map<std::string, Simulated> simulated_;                  // by schedule hash
   std::mt19937_64 rng_{0};
   std::deque<Candidate> pending_;  // proposed, not yet evaluated
   std::deque<propose::Parent> recent_failures_;

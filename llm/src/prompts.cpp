@@ -85,6 +85,7 @@ std::string describe_program(const ProposalContext& context, const Parent& paren
     text += results_table(context, parent);
     text += links_line("busiest links at the largest size", parent.busiest_links);
     text += links_line("idle links", parent.idle_links);
+    if (!parent.critical_path.empty()) text += "critical path " + parent.critical_path + "\n";
   } else if (!parent.diagnostics.empty()) {
     text += "It did not compile: " + parent.diagnostics + "\n";
   }

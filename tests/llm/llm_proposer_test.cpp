@@ -72,8 +72,10 @@ class LlmProposerTest : public ::testing::Test {
                                  {{1024, 20, 1.5}, {1 << 20, 60, 1.2}},
                                  {},
                                  {{"h0.gpu0", "sw0", 0.98}},
-                                 {{"h0.gpu3", "sw0", 0.01}}}};
-    r.failures = {propose::Parent{"rd over all\n", {}, "prog:1:1: error: power of two", {}, {}}};
+                                 {{"h0.gpu3", "sw0", 0.01}},
+                                 "at 1K: 7 steps through ranks 0 1 2 3 4 5 6 7"}};
+    r.failures = {
+        propose::Parent{"rd over all\n", {}, "prog:1:1: error: power of two", {}, {}, {}}};
     r.known = {"bruck over all\n"};
     return r;
   }
@@ -124,9 +126,9 @@ TEST_F(LlmProposerTest, ThePromptCarriesTheTaskAndTheRequestsSeed) {
   EXPECT_NE(system.find("## Grammar (EBNF)"), std::string::npos);  // docs/dsl.md, built in
   EXPECT_NE(system.find("All-Gather"), std::string::npos);
   EXPECT_NE(system.find("```ofl"), std::string::npos);
-  for (const char* expected :
-       {"Topology a100x1: 8 GPUs", "Bottleneck cut", "ring/LL128", "| 1M |", "ring over all",
-        "h0.gpu0->sw0 98%", "power of two", "Already evaluated", "bruck over all"})
+  for (const char* expected : {"Topology a100x1: 8 GPUs", "Bottleneck cut", "ring/LL128", "| 1M |",
+                               "ring over all", "h0.gpu0->sw0 98%", "7 steps through ranks 0 1",
+                               "power of two", "Already evaluated", "bruck over all"})
     EXPECT_NE(user.find(expected), std::string::npos) << expected << " in\n" << user;
   // Nothing in a prompt changes from run to run: the same request is the same text.
   EXPECT_EQ(improve_prompt(task_header(context_), context_, request(5), 2),
