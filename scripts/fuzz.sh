@@ -25,11 +25,12 @@ fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DOPTIFLOW_FUZZ=ON -DOPTIFLOW_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="$instrument" >/dev/null
-cmake --build "$build" -j "$(nproc)" --target optiflow_dsl_fuzzer optiflow_msccl_xml_fuzzer
+cmake --build "$build" -j "$(nproc)" --target optiflow_dsl_fuzzer optiflow_msccl_xml_fuzzer \
+  optiflow_model_reply_fuzzer
 
 status=0
 # fuzzer name : corpus and dictionary name
-for entry in dsl:dsl msccl_xml:msccl; do
+for entry in dsl:dsl msccl_xml:msccl model_reply:model_reply; do
   fuzzer="${entry%%:*}"
   seeds="${entry#*:}"
   corpus="$build/corpus/$seeds"
