@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   std::printf("system prompt: %zu characters (DSL reference %zu)\n\n",
               llm::system_prompt(support::Collective::all_gather, 4).size(),
               llm::dsl_reference().size());
-  std::printf("%-10s %7s %6s %8s %14s %14s %12s %12s\n", "topology", "budget", "calls",
-              "repairs", "prompt tokens", "reply tokens", "per call", "per cand.");
+  std::printf("%-10s %7s %6s %8s %14s %14s %12s %12s\n", "topology", "budget", "calls", "repairs",
+              "prompt tokens", "reply tokens", "per call", "per cand.");
   for (const std::string& name : topologies) {
     explore::ExploreOptions options;
     options.topology = name;
@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
     llm::LlmSettings settings;
     settings.server.url = server.url();
     settings.models = {{"bench-model", 1, 0, 0}};
-    const auto result = explore::explore(
-        options, [&](const std::string&, const propose::ProposalContext& context) {
+    const auto result =
+        explore::explore(options, [&](const std::string&, const propose::ProposalContext& context) {
           return llm::make_llm_proposer(context, settings, options.db_path);
         });
     const db::Store store = db::Store::open(options.db_path);
