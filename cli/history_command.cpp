@@ -1,5 +1,5 @@
-// `optiflow history runs | run RUN | calls RUN | best | program ID | export`: queries over the
-// database.
+// `optiflow history runs | run RUN | calls RUN | comparisons | best | program ID | export`: queries
+// over the database.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -165,6 +165,23 @@ void program(const HistoryArgs& args) {
         support::format_size(r.perf.size_bytes).c_str(), r.perf.time_us, r.perf.busbw_GBps);
 }
 
+void comparisons(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  for (const db::ComparisonRecord& c : store.comparisons(args.filter)) {
+    std::cout << strprintf("comparison %lld: %s on %s, %s model, %s\n",
+                           static_cast<long long>(c.id), c.collective.c_str(),
+                           c.topology_name.c_str(), c.model.c_str(),
+                           c.created_at.substr(0, 19).c_str());
+    for (const db::ComparisonContender& k : c.contenders) {
+      std::string line = strprintf("  %-24s %10.3f s ", k.name.c_str(), k.synthesis_s);
+      for (const db::PerfRow& r : k.results)
+        line += strprintf(" %s %.2f GB/s x%.3f;", support::format_size(r.size_bytes).c_str(),
+                          r.busbw_GBps, r.bound_us > 0 ? r.time_us / r.bound_us : 0.0);
+      std::cout << line << "\n";
+    }
+  }
+}
+
 void export_results(const HistoryArgs& args) {
   const db::Store store = open_store(args);
   const auto rows = store.results(args.filter);
@@ -223,6 +240,11 @@ void add_history_command(CLI::App& app) {
       history->add_subcommand("calls", "A run's model calls: tokens, cost, latency, errors");
   model_calls->add_option("RUN", args->id, "run id")->required();
   model_calls->callback([args] { calls(*args); });
+
+  auto* studies = history->add_subcommand(
+      "comparisons", "Stored comparison studies (optiflow compare): busbw and x bound per size");
+  add_filters(*studies, *args);
+  studies->callback([args] { comparisons(*args); });
 
   auto* top = history->add_subcommand("best", "Best program per size across runs");
   add_filters(*top, *args);

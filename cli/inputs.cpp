@@ -26,12 +26,15 @@ sim::Model parse_model(const std::string& name) {
   return *model;
 }
 
+bool holds_schedule(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+  return first != std::string::npos && (text[first] == '{' || text[first] == '<');
+}
+
 schedule::Schedule load_schedule(const std::string& path, const topology::Topology& topology,
                                  support::Collective collective) {
   const std::string text = support::read_text_file(path);
-  const auto first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
-  const bool is_schedule = first != std::string::npos && (text[first] == '{' || text[first] == '<');
-  if (!is_schedule) {
+  if (!holds_schedule(text)) {
     compiler::CompileOptions options;
     options.collective = collective;
     return compiler::compile_program(text, path, topology, options).schedule;

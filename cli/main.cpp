@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   optiflow::cli::add_sim_command(app);
   optiflow::cli::add_baseline_command(app);
   optiflow::cli::add_explore_command(app);
+  optiflow::cli::add_compare_command(app);
   optiflow::cli::add_history_command(app);
   try {
     app.parse(argc, argv);

@@ -357,6 +357,60 @@ std::vector<ModelCall> Store::model_calls_of_program(Id program_id) const {
   return calls;
 }
 
+std::vector<ComparisonRecord> Store::comparisons(const HistoryFilter& filter) const {
+  return snapshot(*impl_, [&] {
+    std::vector<ComparisonRecord> found;
+    {
+      std::string sql =
+          "SELECT r.id, r.topology_id, t.name, r.collective, r.model, r.created_at, "
+          "r.options_json FROM comparisons r JOIN topologies t ON t.id = r.topology_id WHERE 1";
+      if (!filter.topology.empty()) sql += " AND t.name = ?1";
+      if (!filter.collective.empty()) sql += " AND r.collective = ?2";
+      if (!filter.since.empty()) sql += " AND r.created_at >= ?3";
+      Query q = impl_->query(sql + " ORDER BY r.created_at DESC, r.id DESC");
+      if (!filter.topology.empty()) q->bind(1, filter.topology);
+      if (!filter.collective.empty()) q->bind(2, filter.collective);
+      if (!filter.since.empty()) q->bind(3, filter.since);
+      while (q->step())
+        found.push_back(ComparisonRecord{q->int64(0),
+                                         q->int64(1),
+                                         q->text(2),
+                                         q->text(3),
+                                         q->text(4),
+                                         q->text(5),
+                                         q->text(6),
+                                         {}});
+    }
+    for (ComparisonRecord& record : found) {
+      {
+        Query q = impl_->query(
+            "SELECT c.name, COALESCE(s.hash, ''), c.synthesis_s, c.status FROM "
+            "comparison_contenders c LEFT JOIN schedules s ON s.id = c.schedule_id "
+            "WHERE c.comparison_id = ?1 ORDER BY c.position");
+        q->bind_all(record.id);
+        while (q->step()) {
+          ComparisonContender c;
+          c.name = q->text(0);
+          c.schedule_hash = q->text(1);
+          c.synthesis_s = q->real(2);
+          c.status = q->text(3);
+          record.contenders.push_back(std::move(c));
+        }
+      }
+      Query q = impl_->query(
+          "SELECT position, size_bytes, time_us, algbw_GBps, busbw_GBps, bound_us, choice "
+          "FROM comparison_results WHERE comparison_id = ?1 ORDER BY position, size_bytes");
+      q->bind_all(record.id);
+      while (q->step()) {
+        ComparisonContender& c = record.contenders.at(static_cast<std::size_t>(q->int64(0)));
+        c.results.push_back(perf_at(*q, 1));
+        c.choices.push_back(q->text(6));
+      }
+    }
+    return found;
+  });
+}
+
 ModelCallTotals Store::model_call_totals(Id run_id) const {
   Query q = impl_->query(
       "SELECT count(*), total(cached), total(error <> ''), "

@@ -159,6 +159,39 @@ CREATE INDEX model_calls_by_request ON model_calls(request_hash);
 ALTER TABLE candidates ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 ALTER TABLE candidates ADD COLUMN model_call_id INTEGER REFERENCES model_calls(id);
 )sql"},
+    Migration{3, "comparison studies", R"sql(
+CREATE TABLE comparisons (
+  id            INTEGER PRIMARY KEY,
+  topology_id   INTEGER NOT NULL REFERENCES topologies(id),
+  collective    TEXT NOT NULL,
+  model         TEXT NOT NULL,
+  created_at    TEXT NOT NULL,
+  options_json  TEXT NOT NULL
+);
+CREATE INDEX comparisons_by_topology ON comparisons(topology_id, collective, created_at);
+
+CREATE TABLE comparison_contenders (
+  comparison_id  INTEGER NOT NULL REFERENCES comparisons(id),
+  position       INTEGER NOT NULL,
+  name           TEXT NOT NULL,
+  schedule_id    INTEGER REFERENCES schedules(id),
+  synthesis_s    REAL NOT NULL,
+  status         TEXT NOT NULL,
+  PRIMARY KEY (comparison_id, position)
+) WITHOUT ROWID;
+
+CREATE TABLE comparison_results (
+  comparison_id  INTEGER NOT NULL REFERENCES comparisons(id),
+  position       INTEGER NOT NULL,
+  size_bytes     INTEGER NOT NULL,
+  time_us        REAL NOT NULL,
+  algbw_GBps     REAL NOT NULL,
+  busbw_GBps     REAL NOT NULL,
+  bound_us       REAL NOT NULL,
+  choice         TEXT NOT NULL,
+  PRIMARY KEY (comparison_id, position, size_bytes)
+) WITHOUT ROWID;
+)sql"},
 };
 
 static_assert(kMigrations.back().version == Store::kSchemaVersion,

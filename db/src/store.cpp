@@ -335,6 +335,52 @@ void Store::record_hw_result(const std::string& schedule_hash, Id topology_id,
   });
 }
 
+Id Store::record_comparison(const ComparisonRecord& comparison) {
+  return impl_->transaction("record_comparison", [&] {
+    Id id = 0;
+    {
+      Query q = impl_->query(
+          "INSERT INTO comparisons(topology_id, collective, model, created_at, options_json) "
+          "VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id");
+      q->bind_all(comparison.topology_id, comparison.collective, comparison.model, utc_now(),
+                  comparison.options_json);
+      q->step();
+      id = q->int64(0);
+    }
+    for (std::size_t k = 0; k < comparison.contenders.size(); ++k) {
+      const ComparisonContender& c = comparison.contenders[k];
+      if (c.choices.size() != c.results.size())
+        misuse("record_comparison", "contender '" + c.name + "' has " +
+                                        std::to_string(c.results.size()) + " results but " +
+                                        std::to_string(c.choices.size()) + " choices");
+      std::optional<Id> schedule_id;
+      const std::string hash =
+          schedule_hash_of("record_comparison", c.schedule_hash, c.schedule_json);
+      if (!hash.empty())
+        schedule_id =
+            put_schedule_row(*impl_, hash, c.schedule_json, c.schedule_chunks, c.schedule_steps);
+      const auto position = static_cast<std::int64_t>(k);
+      {
+        Query q = impl_->query(
+            "INSERT INTO comparison_contenders(comparison_id, position, name, schedule_id, "
+            "synthesis_s, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        q->bind_all(id, position, c.name, schedule_id, c.synthesis_s, c.status);
+        q->run();
+      }
+      for (std::size_t i = 0; i < c.results.size(); ++i) {
+        const PerfRow& r = c.results[i];
+        Query q = impl_->query(
+            "INSERT INTO comparison_results(comparison_id, position, size_bytes, time_us, "
+            "algbw_GBps, busbw_GBps, bound_us, choice) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+        q->bind_all(id, position, r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps, r.bound_us,
+                    c.choices[i]);
+        q->run();
+      }
+    }
+    return id;
+  });
+}
+
 Id Store::record_model_call(const ModelCall& call) {
   return impl_->transaction("record_model_call", [&] {
     Query q = impl_->query(

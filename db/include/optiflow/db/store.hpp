@@ -173,6 +173,29 @@ struct ModelCallTotals {
   double cost = 0, latency_ms = 0;
 };
 
+/// One contender of a comparison study and its results per size.
+struct ComparisonContender {
+  std::string name;           ///< "ours", "nccl", a file name, ...
+  std::string schedule_hash;  ///< its schedule, stored; empty when it has none of one piece
+  std::string schedule_json;  ///< stored with the schedule when non-empty
+  std::int64_t schedule_chunks = 0, schedule_steps = 0;
+  double synthesis_s = 0;  ///< time to build its schedule (search, solver, construction)
+  std::string status;      ///< how it was built: "optimal", "time limit, gap 3%", a note, ...
+  std::vector<PerfRow> results;
+  std::vector<std::string> choices;  ///< per result: what ran at that size ("ring/LL", ...)
+};
+
+/// `optiflow compare`: contenders on one topology, collective and model.
+struct ComparisonRecord {
+  Id id = 0;  ///< filled when read
+  Id topology_id = 0;
+  std::string topology_name;  ///< filled when read
+  std::string collective, model;
+  std::string created_at;    ///< filled when read
+  std::string options_json;  ///< what else defines it (sizes, contenders asked for)
+  std::vector<ComparisonContender> contenders;
+};
+
 /// One SQLite file: WAL mode, foreign keys on, schema migrated forward on open, every write
 /// in a transaction. Readers (the GUI, `optiflow history`) may open it while a run writes.
 /// A Store is one connection: use it from one thread at a time (open one per thread).
@@ -185,7 +208,7 @@ class Store {
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
 
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   int schema_version() const;
 
   /// Stores a topology once per content hash of its JSON; returns its id. The name is the
@@ -258,6 +281,11 @@ class Store {
   ModelCallTotals model_call_totals(Id run_id) const;
   /// The model calls whose replies held this program (as a candidate of some run), by id.
   std::vector<ModelCall> model_calls_of_program(Id program_id) const;
+
+  /// Records a comparison study, its contenders' schedules and results; returns its id.
+  Id record_comparison(const ComparisonRecord& comparison);
+  /// Comparisons (newest first) matching the filter's topology, collective and since.
+  std::vector<ComparisonRecord> comparisons(const HistoryFilter& filter = {}) const;
 
   struct Impl;  ///< opaque
 

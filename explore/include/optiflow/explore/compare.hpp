@@ -1,0 +1,79 @@
+// Comparison studies (`optiflow compare`): OptiFlow's best stored schedules, NCCL's algorithms
+// and schedules from files, on one topology, collective and cost model, each against the
+// lower bound and NCCL's tuner, with the time each took to build; stored in the database and
+// drawn as a bandwidth plot (docs/compare.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/collective.hpp"
+
+namespace optiflow::explore {
+
+/// A schedule the caller brings (an MSCCL XML or schedule JSON file, a compiled program).
+struct ScheduleContender {
+  std::string name;
+  schedule::Schedule schedule;
+  double synthesis_s = 0;  ///< what making it took here (compiling a program), 0 for a file
+  std::string status;      ///< where it came from
+};
+
+struct CompareOptions {
+  std::string topology = "a100x4";  ///< built-in name or topology JSON file
+  support::Collective collective = support::Collective::all_gather;
+  std::vector<std::uint64_t> sizes;  ///< empty: 1K:1G
+  /// Contenders in order: "ours" (the best stored schedules), a baseline name
+  /// (baselines::baseline_names()), or the name of one of `schedules`.
+  std::vector<std::string> with = {"ours", "nccl"};
+  std::vector<ScheduleContender> schedules;
+  sim::Model model = sim::Model::alpha_beta;
+  std::string db_path = "optiflow.db";
+  bool store = true;  ///< record the comparison in the database
+};
+
+struct ContenderPoint {
+  std::uint64_t size_bytes = 0;
+  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;
+  std::string choice;  ///< what ran at this size: "ring/LL128", "program #12 (LL)", ...
+};
+
+struct Contender {
+  std::string name;
+  double synthesis_s = 0;              ///< time to build (search, construction or compile)
+  std::string status;                  ///< how it was built, one line
+  std::vector<ContenderPoint> points;  ///< per size
+};
+
+struct Comparison {
+  std::int64_t id = 0;  ///< in the database; 0 when not stored
+  std::string topology;
+  support::Collective collective = support::Collective::all_gather;
+  sim::Model model = sim::Model::alpha_beta;
+  int ranks = 0;
+  std::vector<std::uint64_t> sizes;
+  std::vector<double> bound_us;  ///< per size
+  std::vector<double> nccl_us;   ///< per size: NCCL's tuner; empty where it cannot be built
+  std::vector<Contender> contenders;
+};
+
+/// Builds and simulates every contender. Throws support::InputError for a contender it does
+/// not know, "ours" with nothing stored for the topology and collective, or a baseline that
+/// does not build there.
+Comparison compare(const CompareOptions& options);
+
+/// `{"topology", "collective", "model", "sizes", "bound_us", "contenders": [{"name",
+/// "synthesis_s", "status", "results": [{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps",
+/// "x_bound", "vs_nccl", "choice"}]}]}` (vs_nccl null where NCCL does not build).
+std::string comparison_json(const Comparison& comparison);
+/// One row per contender and size: contender, size_bytes, time_us, algbw_GBps, busbw_GBps,
+/// x_bound, vs_nccl, synthesis_s, choice.
+std::string comparison_csv(const Comparison& comparison);
+/// Bus bandwidth against size (log axis), one labelled line per contender, the bound dashed.
+std::string bandwidth_plot_svg(const Comparison& comparison);
+
+}  // namespace optiflow::explore

@@ -1,0 +1,273 @@
+#include "optiflow/explore/compare.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "optiflow/baselines/baseline.hpp"
+#include "optiflow/db/store.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/topology_io.hpp"
+
+namespace optiflow::explore {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void fail(const std::string& field, const std::string& message) {
+  throw support::InputError(support::SourceLocation{"command line", 0, 0, field}, message);
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seconds between two of the store's ISO 8601 UTC times; 0 when either is missing.
+double seconds_between(const std::string& from, const std::string& to) {
+  auto parse = [](const std::string& text) -> std::optional<double> {
+    std::tm tm{};
+    int millis = 0;
+    if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &millis) < 6)
+      return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return static_cast<double>(timegm(&tm)) + millis / 1000.0;
+  };
+  const auto a = parse(from), b = parse(to);
+  return a && b ? *b - *a : 0;
+}
+
+ContenderPoint point_of(const sim::SimResult& r, std::string choice) {
+  return ContenderPoint{r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps, std::move(choice)};
+}
+
+Contender simulate(const std::string& name, const schedule::Schedule& schedule,
+                   const topology::Topology& topo, const CompareOptions& options) {
+  sim::SimOptions sim_options;
+  sim_options.model = options.model;
+  const sim::Simulator simulator(topo, schedule, sim_options);
+  Contender c;
+  c.name = name;
+  for (const sim::SimResult& r : simulator.sweep(options.sizes))
+    c.points.push_back(point_of(r, std::string(topology::to_string(r.protocol))));
+  return c;
+}
+
+// "ours": per size, the fastest of the schedules stored as winners of earlier explorations.
+Contender ours(const db::Store& store, const topology::Topology& topo,
+               const CompareOptions& options) {
+  db::HistoryFilter filter;
+  filter.topology = topo.name();
+  filter.collective = std::string(support::to_string(options.collective));
+  const std::vector<db::BestEntry> best = store.best(filter);
+  Contender c;
+  c.name = "ours";
+  c.points.resize(options.sizes.size());
+  std::map<std::string, bool> simulated;
+  std::int64_t largest_run = 0;
+  for (const db::BestEntry& entry : best) {
+    largest_run = entry.run_id;  // best() is by ascending size
+    if (simulated[entry.schedule_hash]) continue;
+    simulated[entry.schedule_hash] = true;
+    const auto json = store.schedule_json(entry.schedule_hash);
+    if (!json) continue;
+    const Contender one =
+        simulate("ours", schedule::parse_schedule_json(*json, "schedule " + entry.schedule_hash),
+                 topo, options);
+    for (std::size_t s = 0; s < one.points.size(); ++s)
+      if (c.points[s].time_us == 0 || one.points[s].time_us < c.points[s].time_us) {
+        c.points[s] = one.points[s];
+        c.points[s].choice =
+            "program #" + std::to_string(entry.program_id) + " (" + one.points[s].choice + ")";
+      }
+  }
+  if (simulated.empty() || c.points.front().time_us == 0)
+    fail("--with", "no stored schedules for 'ours' on " + topo.name() + " (" + filter.collective +
+                       ") in " + options.db_path +
+                       ": run optiflow explore first, or name a program file");
+  if (const auto run = store.run(largest_run)) {
+    c.synthesis_s = seconds_between(run->started_at, run->finished_at);
+    c.status = "best stored per size (" + std::to_string(simulated.size()) +
+               " schedules); time: exploration run " + std::to_string(largest_run);
+  }
+  return c;
+}
+
+Contender baseline(const std::string& name, const topology::Topology& topo,
+                   const CompareOptions& options) {
+  sim::SimOptions sim_options;
+  sim_options.model = options.model;
+  const auto start = Clock::now();
+  const baselines::BaselineRun run =
+      baselines::run_baseline(name, topo, options.collective, options.sizes, sim_options);
+  Contender c;
+  c.name = name;
+  c.synthesis_s = seconds_since(start);
+  c.status = "construction, verification and simulation";
+  for (const baselines::BaselineRow& row : run.rows)
+    c.points.push_back(
+        point_of(row.sim, row.algorithm + "/" + std::string(topology::to_string(row.protocol))));
+  return c;
+}
+
+db::ComparisonContender stored(const Contender& c, const std::vector<double>& bound_us,
+                               const schedule::Schedule* schedule) {
+  db::ComparisonContender row;
+  row.name = c.name;
+  row.synthesis_s = c.synthesis_s;
+  row.status = c.status;
+  if (schedule) {
+    row.schedule_json = schedule::write_schedule_json(*schedule);
+    row.schedule_chunks = schedule->chunks;
+    row.schedule_steps = static_cast<std::int64_t>(schedule->step_count());
+  }
+  for (std::size_t s = 0; s < c.points.size(); ++s) {
+    const ContenderPoint& p = c.points[s];
+    row.results.push_back(
+        db::PerfRow{p.size_bytes, p.time_us, p.algbw_GBps, p.busbw_GBps, bound_us[s]});
+    row.choices.push_back(p.choice);
+  }
+  return row;
+}
+
+}  // namespace
+
+Comparison compare(const CompareOptions& given) {
+  CompareOptions options = given;
+  if (options.sizes.empty()) options.sizes = support::parse_sizes("1K:1G");
+  const topology::Topology topo = topology::load_topology(options.topology);
+  Comparison result;
+  result.topology = topo.name();
+  result.collective = options.collective;
+  result.model = options.model;
+  result.ranks = topo.rank_count();
+  result.sizes = options.sizes;
+  const auto bound = topology::LowerBound::compute(topo, options.collective);
+  for (std::uint64_t size : options.sizes) result.bound_us.push_back(bound.at(size).time_us);
+  try {
+    for (const ContenderPoint& p : baseline("nccl", topo, options).points)
+      result.nccl_us.push_back(p.time_us);
+  } catch (const support::InputError&) {
+    // No NCCL baseline for this collective or topology: no speed-ups over it.
+  }
+
+  std::optional<db::Store> store;
+  auto open_store = [&]() -> db::Store& {
+    if (!store) store = db::Store::open(options.db_path);
+    return *store;
+  };
+  std::vector<db::ComparisonContender> rows;
+  for (const std::string& name : options.with) {
+    Contender c;
+    const schedule::Schedule* schedule = nullptr;
+    std::optional<baselines::BaselineRun> kept;
+    if (name == "ours") {
+      c = ours(open_store(), topo, options);
+    } else if (auto file = std::find_if(options.schedules.begin(), options.schedules.end(),
+                                        [&](const auto& s) { return s.name == name; });
+               file != options.schedules.end()) {
+      c = simulate(name, file->schedule, topo, options);
+      c.synthesis_s = file->synthesis_s;
+      c.status = file->status;
+      schedule = &file->schedule;
+    } else if (std::find(baselines::baseline_names().begin(), baselines::baseline_names().end(),
+                         name) != baselines::baseline_names().end()) {
+      c = baseline(name, topo, options);
+    } else {
+      fail("--with", "unknown contender '" + name +
+                         "': ours, a baseline (optiflow baseline --help) or a schedule file");
+    }
+    rows.push_back(stored(c, result.bound_us, schedule));
+    result.contenders.push_back(std::move(c));
+  }
+  if (options.store) {
+    db::Store& db = open_store();
+    db::ComparisonRecord record;
+    record.topology_id = db.put_topology(topo.name(), topology::write_topology_json(topo));
+    record.collective = std::string(support::to_string(options.collective));
+    record.model = std::string(sim::to_string(options.model));
+    record.options_json = nlohmann::json{
+        {"topology", options.topology},
+        {"sizes", options.sizes},
+        {"with",
+         options.with}}.dump();
+    record.contenders = std::move(rows);
+    result.id = db.record_comparison(record);
+  }
+  return result;
+}
+
+namespace {
+
+double x_bound(const Comparison& c, std::size_t s, const ContenderPoint& p) {
+  return p.time_us / c.bound_us[s];
+}
+std::optional<double> vs_nccl(const Comparison& c, std::size_t s, const ContenderPoint& p) {
+  if (s >= c.nccl_us.size()) return std::nullopt;
+  return c.nccl_us[s] / p.time_us;
+}
+
+}  // namespace
+
+std::string comparison_json(const Comparison& c) {
+  nlohmann::ordered_json doc;
+  doc["topology"] = c.topology;
+  doc["collective"] = support::to_string(c.collective);
+  doc["model"] = sim::to_string(c.model);
+  doc["sizes"] = c.sizes;
+  doc["bound_us"] = c.bound_us;
+  doc["contenders"] = nlohmann::ordered_json::array();
+  for (const Contender& contender : c.contenders) {
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    for (std::size_t s = 0; s < contender.points.size(); ++s) {
+      const ContenderPoint& p = contender.points[s];
+      const auto speedup = vs_nccl(c, s, p);
+      results.push_back({{"size_bytes", p.size_bytes},
+                         {"time_us", p.time_us},
+                         {"algbw_GBps", p.algbw_GBps},
+                         {"busbw_GBps", p.busbw_GBps},
+                         {"x_bound", x_bound(c, s, p)},
+                         {"vs_nccl", speedup ? nlohmann::ordered_json(*speedup) : nullptr},
+                         {"choice", p.choice}});
+    }
+    doc["contenders"].push_back({{"name", contender.name},
+                                 {"synthesis_s", contender.synthesis_s},
+                                 {"status", contender.status},
+                                 {"results", results}});
+  }
+  return doc.dump(2) + "\n";
+}
+
+std::string comparison_csv(const Comparison& c) {
+  auto field = [](const std::string& text) {  // RFC 4180: quoted where it needs to be
+    if (text.find_first_of(",\"\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return quoted + "\"";
+  };
+  auto number = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return std::string(text);
+  };
+  std::string csv =
+      "contender,size_bytes,time_us,algbw_GBps,busbw_GBps,x_bound,vs_nccl,synthesis_s,choice\n";
+  for (const Contender& contender : c.contenders)
+    for (std::size_t s = 0; s < contender.points.size(); ++s) {
+      const ContenderPoint& p = contender.points[s];
+      const auto speedup = vs_nccl(c, s, p);
+      csv += field(contender.name) + "," + std::to_string(p.size_bytes) + "," + number(p.time_us) +
+             "," + number(p.algbw_GBps) + "," + number(p.busbw_GBps) + "," +
+             number(x_bound(c, s, p)) + "," + (speedup ? number(*speedup) : "") + "," +
+             number(contender.synthesis_s) + "," + field(p.choice) + "\n";
+    }
+  return csv;
+}
+
+}  // namespace optiflow::explore

@@ -1,0 +1,117 @@
+// End-to-end: `optiflow compare` against stored explorations, baselines and a program file;
+// its table, JSON, CSV, plot, and the comparison in the database.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "optiflow/db/store.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class Compare : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("optiflow-compare-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "a.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  int run(const std::string& args, std::string* out = nullptr) const {
+    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" +
+                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
+    const int status = std::system(command.c_str());
+    if (out) *out = slurp(dir_ / "out");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string err() const { return slurp(dir_ / "err"); }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+TEST_F(Compare, OursAgainstNcclAndAProgramWithTablePlotAndStoredResults) {
+  ASSERT_EQ(run("explore --topo a100x2 --sizes 1K:1M --budget 40 --threads 2 --db '" + db_ +
+                "' --out '" + (dir_ / "o").string() + "'"),
+            0)
+      << err();
+  std::ofstream(dir_ / "rd.ofl") << "rd over rails\ndirect over hosts\n";
+  const std::string args = "compare --topo a100x2 --sizes 1K,64K,1M --db '" + db_ +
+                           "' --with ours,nccl,nccl-ring,'" + (dir_ / "rd.ofl").string() + "'";
+  std::string out;
+  ASSERT_EQ(run(args + " --plot '" + (dir_ / "p.svg").string() + "'", &out), 0) << err();
+  for (const char* expected : {"compare allgather on a100x2", "ours", "nccl-ring", "rd.ofl",
+                               "x bound", "program #", "plot: "})
+    EXPECT_NE(out.find(expected), std::string::npos) << expected << " in\n" << out;
+
+  const std::string svg = slurp(dir_ / "p.svg");
+  EXPECT_TRUE(svg.starts_with("<svg")) << svg.substr(0, 100);
+  std::size_t lines = 0;
+  for (auto at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 5u);  // the bound and four contenders
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
+  EXPECT_NE(svg.find("bus bandwidth (GB/s)"), std::string::npos);
+
+  ASSERT_EQ(run(args + " --json --no-store", &out), 0) << err();
+  const auto doc = nlohmann::json::parse(out);
+  ASSERT_EQ(doc["contenders"].size(), 4u);
+  EXPECT_EQ(doc["contenders"][0]["name"], "ours");
+  EXPECT_EQ(doc["contenders"][3]["name"], "rd.ofl");
+  for (const auto& contender : doc["contenders"])
+    for (const auto& r : contender["results"]) {
+      EXPECT_GE(r["x_bound"].get<double>(), 1 - 1e-9) << contender["name"];  // a true bound
+      EXPECT_GT(r["vs_nccl"].get<double>(), 0);
+    }
+  for (const auto& r : doc["contenders"][1]["results"])
+    EXPECT_DOUBLE_EQ(r["vs_nccl"].get<double>(), 1.0);  // nccl against itself
+  // Ours is the best stored per size, so no worse than the program it was not given.
+  for (std::size_t s = 0; s < 3; ++s)
+    EXPECT_LE(doc["contenders"][0]["results"][s]["time_us"].get<double>(),
+              doc["contenders"][1]["results"][s]["time_us"].get<double>() * (1 + 1e-9));
+
+  ASSERT_EQ(run(args + " --csv --no-store", &out), 0) << err();
+  EXPECT_TRUE(out.starts_with("contender,size_bytes,time_us,")) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1 + 4 * 3);
+
+  const auto stored = optiflow::db::Store::open(db_).comparisons();
+  ASSERT_EQ(stored.size(), 1u);  // --no-store kept the other two out
+  EXPECT_EQ(stored[0].topology_name, "a100x2");
+  ASSERT_EQ(stored[0].contenders.size(), 4u);
+  EXPECT_EQ(stored[0].contenders[2].name, "nccl-ring");
+  EXPECT_EQ(stored[0].contenders[2].results.size(), 3u);
+  EXPECT_FALSE(stored[0].contenders[3].schedule_hash.empty());
+  EXPECT_EQ(stored[0].contenders[1].choices[0], "ring/LL");
+  ASSERT_EQ(run("history --db '" + db_ + "' comparisons --topo a100x2", &out), 0) << err();
+  EXPECT_NE(out.find("comparison 1: allgather on a100x2"), std::string::npos) << out;
+  EXPECT_NE(out.find("nccl-ring"), std::string::npos) << out;
+}
+
+TEST_F(Compare, SaysWhatIsMissing) {
+  ASSERT_NE(run("compare --topo a100x2 --db '" + db_ + "'"), 0);
+  EXPECT_NE(err().find("no stored schedules for 'ours' on a100x2"), std::string::npos) << err();
+  ASSERT_NE(run("compare --topo a100x2 --with nccl,taccl-like --db '" + db_ + "'"), 0);
+  EXPECT_NE(err().find("'taccl-like' is neither ours, a baseline"), std::string::npos) << err();
+  ASSERT_NE(run("compare --topo a100x2 --with nccl --plot p.png --db '" + db_ + "'"), 0);
+  EXPECT_NE(err().find("--plot"), std::string::npos) << err();
+}
+
+}  // namespace
