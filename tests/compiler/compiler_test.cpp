@@ -20,6 +20,8 @@
 #include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/schedule/verifier.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/topology/bounds.hpp"
 #include "optiflow/topology/generators.hpp"
 
 namespace optiflow::compiler {
@@ -321,6 +323,54 @@ TEST(Compiler, RingOnA100x128CompilesAndVerifies) {
   for (const PassReport& pass : result.passes)
     RecordProperty("pass_" + pass.name + "_ms",
                    std::to_string(static_cast<long long>(pass.millis)));
+}
+
+}  // namespace
+}  // namespace optiflow::compiler
+
+namespace optiflow::compiler {
+namespace {
+
+TEST(Compiler, PackCarriesEachRootsDataOverItsPackingsTrees) {
+  const auto topo = topology("h100x4");
+  const Compilation c = compile_text("channels 4\npipeline 8\npack over rails\ndirect over hosts\n",
+                                     "pack.ofl", topo);
+  expect_verified(c.schedule, topo);
+  // The rails' packing is the cut bound's rate: the schedule comes within 3% of the bound.
+  const auto bound = topology::LowerBound::compute(topo, support::Collective::all_gather);
+  const sim::Simulator simulator(topo, c.schedule);
+  for (std::uint64_t size : {std::uint64_t{64} << 20, std::uint64_t{1} << 30})
+    EXPECT_LE(simulator.run(size).time_us / bound.at(size).time_us, 1.03) << size;
+}
+
+TEST(Compiler, PackRespectsAvoidedLinksAndSaysWhatItCannotDo) {
+  const auto topo = topology("a100x2");
+  const Compilation c =
+      compile_text("avoid @h0.nic0 <-> @leaf0\npack over all\n", "pack.ofl", topo);
+  expect_verified(c.schedule, topo);
+  const auto nic = *topo.find_node("h0.nic0"), leaf = *topo.find_node("leaf0");
+  for (const auto& program : c.schedule.programs)
+    for (const auto& tb : program.tbs)
+      for (const auto& step : tb.steps)
+        for (topology::LinkId l : step.route) {
+          const auto& link = topo.link(l);
+          EXPECT_FALSE((link.src == nic && link.dst == leaf) ||
+                       (link.src == leaf && link.dst == nic));
+        }
+  auto error_of = [&](const std::string& text) {
+    try {
+      compile_program(text, "p.ofl", topo, {});
+    } catch (const dsl::DslError& e) {
+      return e.render();
+    }
+    return std::string("compiled");
+  };
+  EXPECT_NE(error_of("pack over all reverse\n").find("p.ofl:1:1: error: pack has no direction"),
+            std::string::npos);
+  EXPECT_NE(error_of("avoid @h0.gpu0 <-> @h0.nvswitch, @h0.gpu0 <-> @h0.nic0\npack over all\n")
+                .find("cannot reach"),
+            std::string::npos)
+      << error_of("avoid @h0.gpu0 <-> @h0.nvswitch, @h0.gpu0 <-> @h0.nic0\npack over all\n");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "optiflow/dsl/parser.hpp"
+#include "optiflow/topology/tree_packing.hpp"
 #include "patterns.hpp"
 
 namespace optiflow::compiler {
@@ -547,6 +549,7 @@ class Evaluator {
     const auto& members = group.members;
     const auto m = static_cast<std::int32_t>(members.size());
     if (s.pattern == dsl::Pattern::scatter) return scatter(s, group, index, scope);
+    if (s.pattern == dsl::Pattern::pack) return move_along_packing(s, group, index, scope);
     if (s.pattern == dsl::Pattern::dbtree) {
       const auto halves = split_piece(index, {support::Rational(1), support::Rational(1)}, s.pos);
       move_along(s, members, pattern_tree(dsl::Pattern::binary, 2, m, group.root_pos), halves[0],
@@ -594,6 +597,74 @@ class Evaluator {
       carriers.insert(std::upper_bound(carriers.begin(), carriers.end(), member), member);
     }
     return subs;
+  }
+
+  static constexpr std::int64_t kPackShares = 16;
+
+  // The group's throughput-optimal tree packing (topology/tree_packing.hpp), computed once per
+  // group and set of avoided links; the piece is cut in proportion to its root's trees, whose
+  // shares are rounded to multiples of 1/kPackShares so that chunk counts stay small.
+  std::vector<std::int32_t> move_along_packing(const dsl::Statement& s, const Group& group,
+                                               std::int32_t index, const Scope& scope) {
+    if (s.reverse) fail(s.pos, "pack has no direction: drop `reverse`");
+    if (group.sorted.size() < 2) return {index};
+    const topology::TreePacking& packing = packing_for(group.sorted, scope, s.pos);
+    const std::int32_t root = group.members[static_cast<std::size_t>(group.root_pos)];
+    const auto at = static_cast<std::size_t>(
+        std::lower_bound(packing.members.begin(), packing.members.end(), root) -
+        packing.members.begin());
+    std::vector<const topology::PackedTree*> trees;
+    std::vector<support::Rational> weights;
+    for (const auto& [tree, parts] : rounded_shares(packing.trees[at])) {
+      trees.push_back(tree);
+      weights.emplace_back(parts);
+    }
+    const auto pieces = split_piece(index, weights, s.pos);
+    for (std::size_t k = 0; k < trees.size(); ++k) {
+      spend(trees[k]->edges.size(), s.pos);
+      for (const topology::PackedEdge& e : trees[k]->edges)
+        send(e.from_rank, e.to_rank, pieces[k], e.depth - 1, intern_path(e.path), scope, s.pos);
+    }
+    for (std::int32_t piece : pieces) carry_to_group(piece, group.sorted);
+    return pieces;
+  }
+
+  const topology::TreePacking& packing_for(const std::vector<std::int32_t>& members,
+                                           const Scope& scope, dsl::SourcePos pos) {
+    auto key = std::make_pair(
+        members, std::vector<topology::LinkId>(scope.avoided.begin(), scope.avoided.end()));
+    if (auto it = packings_.find(key); it != packings_.end()) return it->second;
+    try {
+      return packings_
+          .emplace(key, topology::pack_spanning_trees(
+                            topo_, std::vector<int>(members.begin(), members.end()), scope.avoided))
+          .first->second;
+    } catch (const support::InputError& e) {
+      const std::string what = e.what();
+      const auto at = what.find("error: ");
+      fail(pos, at == std::string::npos ? what : what.substr(at + 7));
+    }
+  }
+
+  // Trees' shares as whole parts of kPackShares (largest remainders first; ties to the
+  // heavier tree); trees that get none are dropped.
+  static std::vector<std::pair<const topology::PackedTree*, std::int64_t>> rounded_shares(
+      const std::vector<topology::PackedTree>& trees) {
+    std::vector<std::pair<const topology::PackedTree*, std::int64_t>> parts;
+    std::vector<std::pair<double, std::size_t>> remainders;
+    std::int64_t given = 0;
+    for (std::size_t k = 0; k < trees.size(); ++k) {
+      const double exact = trees[k].share * kPackShares;
+      const auto whole = static_cast<std::int64_t>(std::floor(exact));
+      parts.emplace_back(&trees[k], whole);
+      remainders.emplace_back(-(exact - static_cast<double>(whole)), k);
+      given += whole;
+    }
+    std::stable_sort(remainders.begin(), remainders.end());
+    for (std::size_t i = 0; given < kPackShares && i < remainders.size(); ++i, ++given)
+      ++parts[remainders[i].second].second;
+    std::erase_if(parts, [](const auto& p) { return p.second == 0; });
+    return parts;
   }
 
   // A spanning tree over the group from a breadth-first search of the topology from the root's
@@ -790,6 +861,9 @@ class Evaluator {
   std::int64_t chunks_ = 1;  // per buffer, for the pieces cut so far and the pipeline depth
   std::map<std::string, topology::NodeId> node_by_id_;
   std::map<std::vector<topology::NodeId>, std::int32_t> path_index_;
+  std::map<std::pair<std::vector<std::int32_t>, std::vector<topology::LinkId>>,
+           topology::TreePacking>
+      packings_;  // by group and avoided links
   std::map<std::vector<topology::LinkId>, std::int32_t> avoid_index_;
   std::vector<Piece> pieces_;
   Plan plan_;

@@ -89,6 +89,7 @@ PatternTree pattern_tree(dsl::Pattern pattern, int arity, std::int32_t m, std::i
     case dsl::Pattern::dbtree:
     case dsl::Pattern::scatter:
     case dsl::Pattern::bfs:
+    case dsl::Pattern::pack:
       break;
   }
   tree.error = "internal: pattern has no fixed tree";

@@ -10,7 +10,7 @@
 namespace optiflow::dsl {
 namespace {
 
-constexpr std::array<std::pair<Pattern, std::string_view>, 11> kPatternNames{{
+constexpr std::array<std::pair<Pattern, std::string_view>, 12> kPatternNames{{
     {Pattern::ring, "ring"},
     {Pattern::direct, "direct"},
     {Pattern::binomial, "binomial"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<Pattern, std::string_view>, 11> kPatternNames{{
     {Pattern::bruck, "bruck"},
     {Pattern::scatter, "scatter"},
     {Pattern::bfs, "bfs"},
+    {Pattern::pack, "pack"},
 }};
 
 constexpr std::array<std::string_view, 18> kKeywords{

@@ -1,0 +1,318 @@
+#include "optiflow/topology/tree_packing.hpp"
+
+#include <ClpSimplex.hpp>
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+
+#include "optiflow/support/error.hpp"
+
+namespace optiflow::topology {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kHopCost = 1e-9;    // among routes of equal price, the one with fewer hops
+constexpr double kTolerance = 1e-9;  // a column must improve the LP by more than this
+constexpr int kMaxIterations = 2000;
+
+[[noreturn]] void fail(const std::string& message) {
+  throw support::InputError(support::SourceLocation{"pack", 0, 0, {}}, message);
+}
+
+struct Arc {
+  int from = 0, to = 0;
+  double cost = 0;
+};
+
+// Chu-Liu/Edmonds: the indices (into `arcs`) of a minimum-cost arborescence of `n` nodes
+// rooted at `root`, one arc into every other node; empty when some node cannot be reached.
+// Ties go to the lower arc index, so the result is deterministic.
+std::vector<int> min_arborescence(int n, int root, const std::vector<Arc>& arcs) {
+  std::vector<int> best_in(static_cast<std::size_t>(n), -1);
+  for (int i = 0; i < static_cast<int>(arcs.size()); ++i) {
+    const Arc& a = arcs[static_cast<std::size_t>(i)];
+    if (a.to == root || a.from == a.to) continue;
+    int& best = best_in[static_cast<std::size_t>(a.to)];
+    if (best < 0 || a.cost < arcs[static_cast<std::size_t>(best)].cost) best = i;
+  }
+  for (int v = 0; v < n; ++v)
+    if (v != root && best_in[static_cast<std::size_t>(v)] < 0) return {};
+  auto parent = [&](int v) {
+    return arcs[static_cast<std::size_t>(best_in[static_cast<std::size_t>(v)])].from;
+  };
+
+  // The cycles the cheapest in-arcs close; every other node is a component of its own.
+  std::vector<int> component(static_cast<std::size_t>(n), -1),
+      seen(static_cast<std::size_t>(n), -1);
+  int components = 0;
+  for (int v = 0; v < n; ++v) {
+    int u = v;
+    while (u != root && seen[static_cast<std::size_t>(u)] != v &&
+           component[static_cast<std::size_t>(u)] < 0) {
+      seen[static_cast<std::size_t>(u)] = v;
+      u = parent(u);
+    }
+    if (u == root || component[static_cast<std::size_t>(u)] >= 0) continue;
+    for (int w = parent(u); w != u; w = parent(w))
+      component[static_cast<std::size_t>(w)] = components;
+    component[static_cast<std::size_t>(u)] = components++;
+  }
+  std::vector<int> result;
+  if (components == 0) {
+    for (int v = 0; v < n; ++v)
+      if (v != root) result.push_back(best_in[static_cast<std::size_t>(v)]);
+    return result;
+  }
+  for (int v = 0; v < n; ++v)
+    if (component[static_cast<std::size_t>(v)] < 0)
+      component[static_cast<std::size_t>(v)] = components++;
+
+  // Contract the cycles: an arc into a node costs what it saves over that node's cheapest.
+  std::vector<Arc> contracted;
+  std::vector<int> origin;
+  for (int i = 0; i < static_cast<int>(arcs.size()); ++i) {
+    const Arc& a = arcs[static_cast<std::size_t>(i)];
+    const int cu = component[static_cast<std::size_t>(a.from)],
+              cv = component[static_cast<std::size_t>(a.to)];
+    if (cu == cv || a.to == root) continue;
+    contracted.push_back(
+        Arc{cu, cv,
+            a.cost - arcs[static_cast<std::size_t>(best_in[static_cast<std::size_t>(a.to)])].cost});
+    origin.push_back(i);
+  }
+  const std::vector<int> chosen =
+      min_arborescence(components, component[static_cast<std::size_t>(root)], contracted);
+  if (chosen.empty()) return {};
+  // Expand: each chosen arc enters its node; every other node keeps its cheapest in-arc.
+  std::vector<char> entered(static_cast<std::size_t>(n), 0);
+  for (int k : chosen) {
+    const int i = origin[static_cast<std::size_t>(k)];
+    result.push_back(i);
+    entered[static_cast<std::size_t>(arcs[static_cast<std::size_t>(i)].to)] = 1;
+  }
+  for (int v = 0; v < n; ++v)
+    if (v != root && !entered[static_cast<std::size_t>(v)])
+      result.push_back(best_in[static_cast<std::size_t>(v)]);
+  return result;
+}
+
+// The cheapest route from each member to each other under per-link prices, through non-GPU
+// nodes only (GPUs do not forward without a kernel of their own).
+class Routes {
+ public:
+  Routes(const Topology& topo, const std::vector<int>& members, const std::set<LinkId>& avoided)
+      : topo_(topo), members_(members), avoided_(avoided) {
+    for (std::size_t i = 0; i < members.size(); ++i)
+      index_of_[topo.gpu_of_rank(members[i])] = static_cast<int>(i);
+  }
+
+  /// cost[i][j] and the links of the route i -> j (empty when there is none).
+  void compute(const std::vector<double>& price) {
+    const std::size_t m = members_.size();
+    cost_.assign(m, std::vector<double>(m, kInf));
+    via_.assign(m, std::vector<std::vector<LinkId>>(m));
+    for (std::size_t i = 0; i < m; ++i) from(i, price);
+  }
+
+  double cost(std::size_t i, std::size_t j) const { return cost_[i][j]; }
+  const std::vector<LinkId>& links(std::size_t i, std::size_t j) const { return via_[i][j]; }
+
+ private:
+  void from(std::size_t i, const std::vector<double>& price) {
+    const NodeId start = topo_.gpu_of_rank(members_[i]);
+    std::vector<double> dist(topo_.node_count(), kInf);
+    std::vector<LinkId> pred(topo_.node_count(), static_cast<LinkId>(-1));
+    using Entry = std::pair<double, NodeId>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+    dist[start] = 0;
+    queue.push({0, start});
+    while (!queue.empty()) {
+      const auto [d, v] = queue.top();
+      queue.pop();
+      if (d > dist[v]) continue;
+      if (v != start && topo_.node(v).kind == NodeKind::gpu) continue;  // arrived, no relaying
+      for (LinkId l : topo_.out_links(v)) {
+        if (avoided_.contains(l)) continue;
+        const NodeId w = topo_.link(l).dst;
+        const double next = d + price[l] + kHopCost;
+        if (next < dist[w]) {
+          dist[w] = next;
+          pred[w] = l;
+          queue.push({next, w});
+        }
+      }
+    }
+    for (const auto& [node, j] : index_of_) {
+      if (static_cast<std::size_t>(j) == i || dist[node] == kInf) continue;
+      cost_[i][static_cast<std::size_t>(j)] = dist[node];
+      std::vector<LinkId>& route = via_[i][static_cast<std::size_t>(j)];
+      for (NodeId v = node; v != start; v = topo_.link(pred[v]).src) route.push_back(pred[v]);
+      std::reverse(route.begin(), route.end());
+    }
+  }
+
+  const Topology& topo_;
+  const std::vector<int>& members_;
+  const std::set<LinkId>& avoided_;
+  std::map<NodeId, int> index_of_;
+  std::vector<std::vector<double>> cost_;
+  std::vector<std::vector<std::vector<LinkId>>> via_;
+};
+
+// A tree: for each member but the root, its parent and the route from it.
+struct Tree {
+  int root = 0;
+  std::vector<int> parent;                 // -1 for the root
+  std::vector<std::vector<LinkId>> route;  // into each member
+  std::map<LinkId, int> uses;              // links, each with how many edges cross it
+};
+
+Tree cheapest_tree(const Routes& routes, std::size_t m, int root, const std::vector<int>& members) {
+  std::vector<Arc> arcs;
+  std::vector<std::pair<int, int>> ends;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < m; ++j)
+      if (i != j && routes.cost(i, j) < kInf) {
+        arcs.push_back(Arc{static_cast<int>(i), static_cast<int>(j), routes.cost(i, j)});
+        ends.emplace_back(static_cast<int>(i), static_cast<int>(j));
+      }
+  const std::vector<int> chosen = min_arborescence(static_cast<int>(m), root, arcs);
+  if (chosen.empty())
+    fail("pack: rank " + std::to_string(members[static_cast<std::size_t>(root)]) +
+         " cannot reach every member of its group through switches and NICs alone");
+  Tree tree;
+  tree.root = root;
+  tree.parent.assign(m, -1);
+  tree.route.assign(m, {});
+  for (int k : chosen) {
+    const auto [from, to] = ends[static_cast<std::size_t>(k)];
+    tree.parent[static_cast<std::size_t>(to)] = from;
+    tree.route[static_cast<std::size_t>(to)] =
+        routes.links(static_cast<std::size_t>(from), static_cast<std::size_t>(to));
+    for (LinkId l : tree.route[static_cast<std::size_t>(to)]) ++tree.uses[l];
+  }
+  return tree;
+}
+
+double price_of(const Tree& tree, const std::vector<double>& price) {
+  double total = 0;
+  for (const auto& [link, count] : tree.uses) total += price[link] * count;
+  return total;
+}
+
+PackedTree packed(const Topology& topo, const Tree& tree, const std::vector<int>& members,
+                  double share) {
+  const std::size_t m = members.size();
+  std::vector<int> depth(m, -1);
+  depth[static_cast<std::size_t>(tree.root)] = 0;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (std::size_t v = 0; v < m; ++v)
+      if (depth[v] < 0 && depth[static_cast<std::size_t>(tree.parent[v])] >= 0) {
+        depth[v] = depth[static_cast<std::size_t>(tree.parent[v])] + 1;
+        grew = true;
+      }
+  }
+  PackedTree out;
+  out.share = share;
+  for (std::size_t v = 0; v < m; ++v) {
+    if (static_cast<int>(v) == tree.root) continue;
+    PackedEdge e;
+    e.from_rank = members[static_cast<std::size_t>(tree.parent[v])];
+    e.to_rank = members[v];
+    e.depth = depth[v];
+    e.path.push_back(topo.gpu_of_rank(e.from_rank));
+    for (LinkId l : tree.route[v]) e.path.push_back(topo.link(l).dst);
+    out.edges.push_back(std::move(e));
+  }
+  std::stable_sort(out.edges.begin(), out.edges.end(),
+                   [](const PackedEdge& a, const PackedEdge& b) { return a.depth < b.depth; });
+  return out;
+}
+
+}  // namespace
+
+TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> member_ranks,
+                                const std::set<LinkId>& avoided) {
+  std::vector<int> members(member_ranks.begin(), member_ranks.end());
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  if (members.size() < 2) fail("pack needs a group of at least two ranks");
+  if (members.size() > kMaxPackingMembers)
+    fail("pack over a group of " + std::to_string(members.size()) + " ranks: at most " +
+         std::to_string(kMaxPackingMembers) + " (pack smaller groups, e.g. pack over rails)");
+  const std::size_t m = members.size(), links = topo.link_count();
+
+  // Rows 0..m-1: member r's trees carry at least x. Rows m..m+links-1: link capacities.
+  ClpSimplex lp;
+  lp.setLogLevel(0);
+  lp.resize(static_cast<int>(m + links), 0);
+  for (std::size_t r = 0; r < m; ++r) lp.setRowBounds(static_cast<int>(r), 0, COIN_DBL_MAX);
+  for (LinkId l = 0; l < links; ++l)
+    lp.setRowBounds(static_cast<int>(m + l), -COIN_DBL_MAX, topo.link(l).bw_GBps);
+  {
+    std::vector<int> rows(m);
+    std::vector<double> minus_one(m, -1);
+    for (std::size_t r = 0; r < m; ++r) rows[r] = static_cast<int>(r);
+    lp.addColumn(static_cast<int>(m), rows.data(), minus_one.data(), 0, COIN_DBL_MAX, -1);  // x
+  }
+  std::vector<Tree> columns;
+  auto add = [&](Tree tree) {
+    std::vector<int> rows{tree.root};
+    std::vector<double> values{1};
+    for (const auto& [link, count] : tree.uses) {
+      rows.push_back(static_cast<int>(m + link));
+      values.push_back(count);
+    }
+    lp.addColumn(static_cast<int>(rows.size()), rows.data(), values.data(), 0, COIN_DBL_MAX, 0);
+    columns.push_back(std::move(tree));
+  };
+
+  // Start from the trees that are cheapest in time per byte, then price new ones.
+  Routes routes(topo, members, avoided);
+  std::vector<double> price(links);
+  for (LinkId l = 0; l < links; ++l) price[l] = 1 / topo.link(l).bw_GBps;
+  routes.compute(price);
+  for (std::size_t r = 0; r < m; ++r) add(cheapest_tree(routes, m, static_cast<int>(r), members));
+
+  TreePacking result;
+  result.members = members;
+  for (result.iterations = 1; result.iterations <= kMaxIterations; ++result.iterations) {
+    lp.primal();
+    if (lp.status() != 0)
+      fail("pack: the linear program did not solve (CLP status " + std::to_string(lp.status()) +
+           ")");
+    const double* dual = lp.getRowPrice();
+    for (LinkId l = 0; l < links; ++l) price[l] = std::max(0.0, -dual[m + l]);
+    routes.compute(price);
+    bool improved = false;
+    for (std::size_t r = 0; r < m; ++r) {
+      Tree tree = cheapest_tree(routes, m, static_cast<int>(r), members);
+      if (dual[r] - price_of(tree, price) > kTolerance * std::max(1.0, dual[r])) {
+        add(std::move(tree));
+        improved = true;
+      }
+    }
+    if (!improved) break;
+  }
+
+  const double* value = lp.getColSolution();
+  result.rate_GBps = value[0];
+  result.trees.assign(m, {});
+  std::vector<double> carried(m, 0);
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    carried[static_cast<std::size_t>(columns[c].root)] += value[c + 1];
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const auto r = static_cast<std::size_t>(columns[c].root);
+    if (value[c + 1] > kTolerance * result.rate_GBps)
+      result.trees[r].push_back(packed(topo, columns[c], members, value[c + 1] / carried[r]));
+  }
+  for (auto& trees : result.trees)
+    std::stable_sort(trees.begin(), trees.end(),
+                     [](const PackedTree& a, const PackedTree& b) { return a.share > b.share; });
+  return result;
+}
+
+}  // namespace optiflow::topology
