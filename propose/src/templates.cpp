@@ -136,11 +136,6 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
       "all reverse\n  }\n}\n",
   };
   if (power_of_two(s.ranks)) out.push_back("rd over all\n");
-  // The throughput-optimal tree packing (ForestColl's construction), whole or across the rails.
-  if (static_cast<std::size_t>(s.ranks) <= topology::kMaxPackingMembers) {
-    out.push_back("pipeline 8\npack over all\n");
-    out.push_back("channels 4\npipeline 16\npack over all\n");
-  }
   // Ring sets along direct GPU links, as NCCL builds its rings.
   for (const auto& rings : topology::best_ring_sets(topo)) out.push_back(ring_program(rings));
   if (s.hosts > 1 && s.per_host > 1) {
@@ -149,8 +144,14 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
         "pipeline 2\nsplit nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n");
     for (auto& p : hierarchical(s)) out.push_back(std::move(p));
     for (auto& p : around_slow_links(topo, s)) out.push_back(std::move(p));
-    out.push_back("channels 4\npipeline 8\npack over rails\ndirect over hosts\n");
   }
+  // The throughput-optimal tree packing (topology/tree_packing.hpp), whole or across the rails.
+  if (static_cast<std::size_t>(s.ranks) <= topology::kMaxPackingMembers) {
+    out.push_back("pipeline 8\npack over all\n");
+    out.push_back("channels 4\npipeline 16\npack over all\n");
+  }
+  if (s.hosts > 1 && s.per_host > 1)
+    out.push_back("channels 4\npipeline 8\npack over rails\ndirect over hosts\n");
   return out;
 }
 
