@@ -12,9 +12,10 @@ namespace optiflow::topology {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kHopCost = 1e-9;    // among routes of equal price, the one with fewer hops
-constexpr double kTolerance = 1e-9;  // a column must improve the LP by more than this
-constexpr int kMaxIterations = 2000;
+constexpr double kHopCost = 1e-9;     // among routes of equal price, the one with fewer hops
+constexpr double kTolerance = 1e-9;   // a column must improve the LP by more than this
+constexpr int kMaxIterations = 2000;  // per phase
+constexpr double kRateSlack = 1e-9;   // phase 2 may give up this much of the best rate
 
 [[noreturn]] void fail(const std::string& message) {
   throw support::InputError(support::SourceLocation{"pack", 0, 0, {}}, message);
@@ -279,34 +280,54 @@ TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> membe
 
   TreePacking result;
   result.members = members;
-  for (result.iterations = 1; result.iterations <= kMaxIterations; ++result.iterations) {
-    lp.primal();
-    if (lp.status() != 0)
-      fail("pack: the linear program did not solve (CLP status " + std::to_string(lp.status()) +
-           ")");
-    const double* dual = lp.getRowPrice();
-    for (LinkId l = 0; l < links; ++l) price[l] = std::max(0.0, -dual[m + l]);
-    routes.compute(price);
-    bool improved = false;
-    for (std::size_t r = 0; r < m; ++r) {
-      Tree tree = cheapest_tree(routes, m, static_cast<int>(r), members);
-      if (dual[r] - price_of(tree, price) > kTolerance * std::max(1.0, dual[r])) {
-        add(std::move(tree));
-        improved = true;
-      }
+  // Phase 1 maximises the rate. The optimum is degenerate (many packings reach it, some
+  // through detours: GPU to GPU of one host over the network), so phase 2 keeps the rate and
+  // minimises the links' total busy time per byte, sum over links of load / bandwidth.
+  std::vector<double> time_per_byte(links);
+  for (LinkId l = 0; l < links; ++l) time_per_byte[l] = 1 / topo.link(l).bw_GBps;
+  auto busy_time = [&](const Tree& tree) { return price_of(tree, time_per_byte); };
+  for (int phase = 1; phase <= 2; ++phase) {
+    if (phase == 2) {
+      const double best = lp.getColSolution()[0];
+      lp.setColumnLower(0, best * (1 - kRateSlack));
+      lp.setObjectiveCoefficient(0, 0);
+      for (std::size_t c = 0; c < columns.size(); ++c)
+        lp.setObjectiveCoefficient(static_cast<int>(c + 1), busy_time(columns[c]));
     }
-    if (!improved) break;
+    for (int round = 1; round <= kMaxIterations; ++round, ++result.iterations) {
+      lp.primal();
+      if (lp.status() != 0)
+        fail("pack: the linear program did not solve (CLP status " + std::to_string(lp.status()) +
+             ")");
+      const double* dual = lp.getRowPrice();
+      for (LinkId l = 0; l < links; ++l)
+        price[l] = std::max(0.0, -dual[m + l]) + (phase == 2 ? time_per_byte[l] : 0);
+      routes.compute(price);
+      bool improved = false;
+      for (std::size_t r = 0; r < m; ++r) {
+        Tree tree = cheapest_tree(routes, m, static_cast<int>(r), members);
+        if (dual[r] - price_of(tree, price) > kTolerance * std::max(1.0, dual[r])) {
+          const double cost = phase == 2 ? busy_time(tree) : 0;
+          add(std::move(tree));
+          lp.setObjectiveCoefficient(static_cast<int>(columns.size()), cost);
+          improved = true;
+        }
+      }
+      if (!improved) break;
+    }
   }
 
   const double* value = lp.getColSolution();
   result.rate_GBps = value[0];
   result.trees.assign(m, {});
+  // Trees too light to matter are dropped; each root's shares are of what its kept trees carry.
+  const double light = kTolerance * result.rate_GBps;
   std::vector<double> carried(m, 0);
   for (std::size_t c = 0; c < columns.size(); ++c)
-    carried[static_cast<std::size_t>(columns[c].root)] += value[c + 1];
+    if (value[c + 1] > light) carried[static_cast<std::size_t>(columns[c].root)] += value[c + 1];
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto r = static_cast<std::size_t>(columns[c].root);
-    if (value[c + 1] > kTolerance * result.rate_GBps)
+    if (value[c + 1] > light)
       result.trees[r].push_back(packed(topo, columns[c], members, value[c + 1] / carried[r]));
   }
   for (auto& trees : result.trees)
