@@ -41,7 +41,20 @@ struct GroupSpec {
   bool operator==(const GroupSpec&) const = default;
 };
 
-enum class Pattern { ring, direct, binomial, binary, kary, chain, dbtree, rd, bruck, scatter, bfs, pack };
+enum class Pattern {
+  ring,
+  direct,
+  binomial,
+  binary,
+  kary,
+  chain,
+  dbtree,
+  rd,
+  bruck,
+  scatter,
+  bfs,
+  pack
+};
 std::string_view to_string(Pattern pattern);
 std::optional<Pattern> pattern_from_string(std::string_view name);
 
