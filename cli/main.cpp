@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   optiflow::cli::add_explore_command(app);
   optiflow::cli::add_compare_command(app);
   optiflow::cli::add_history_command(app);
+  optiflow::cli::add_import_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
