@@ -505,7 +505,8 @@ class Evaluator {
     const StepGroups g = step_groups(s, scope);
     const bool reversed = s.reverse && s.pattern != dsl::Pattern::bfs;
     ++stage_;
-    plan_.statements.push_back(StatementPos{s.pos.line, s.pos.column});
+    plan_.statements.push_back(
+        StatementPos{s.pos.line, s.pos.column, s.pattern == dsl::Pattern::pack});
     std::vector<std::int32_t> next;
     for (std::int32_t piece : active) {
       // The root of each group is its first carrier in the program's order.

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "optiflow/dsl/parser.hpp"
+#include "optiflow/support/units.hpp"
 #include "optiflow/topology/link_cost.hpp"
 #include "optiflow/topology/routing.hpp"
 #include "radix_sort.hpp"
@@ -457,8 +458,8 @@ namespace {
 // transfer's (start, finish).
 std::vector<std::pair<double, double>> list_schedule(const Plan& plan,
                                                      const topology::Topology& topology,
-                                                     topology::Protocol protocol,
-                                                     double size_bytes) {
+                                                     topology::Protocol protocol, double size_bytes,
+                                                     double pace_us = 0) {
   const std::size_t n = plan.transfers.size();
   const IndexLists users = dependents(plan);
   const std::vector<topology::TransferCost> costs = route_costs(plan, topology, protocol);
@@ -473,7 +474,12 @@ std::vector<std::pair<double, double>> list_schedule(const Plan& plan,
                   .round = x.round,
                   .route = x.route,
                   .waiting = static_cast<std::uint32_t>(plan.deps[t].size())};
-    if (jobs[t].waiting == 0) ready.push({0.0, x.stage, x.round, static_cast<Index>(t)});
+    // Paced: slice k of a rank's own data starts no earlier than k * pace_us.
+    const bool paced = jobs[t].waiting == 0 && x.statement >= 0 &&
+                       plan.statements[static_cast<std::size_t>(x.statement)].paced;
+    jobs[t].ready_at = paced ? pace_us * x.slice : 0.0;
+    if (jobs[t].waiting == 0)
+      ready.push({jobs[t].ready_at, x.stage, x.round, static_cast<Index>(t)});
   }
   topology::FifoLinks links(topology);              // the simulator's alpha-beta model
   std::vector<std::pair<double, double>> times(n);  // start, finish
@@ -521,10 +527,47 @@ double latency_us(const Plan& plan, const topology::Topology& topology,
 
 }  // namespace
 
+namespace {
+
+// The busiest link's time at `size_bytes`: no schedule of this plan is faster.
+double link_load_bound_us(const Plan& plan, const topology::Topology& topology, double size_bytes) {
+  std::vector<double> bytes(topology.link_count(), 0);
+  const double chunk_bytes = size_bytes / static_cast<double>(plan.chunks);
+  for (const Transfer& t : plan.transfers)
+    for (topology::LinkId l : plan.routes[at(t.route)])
+      bytes[l] += static_cast<double>(t.chunk_count) * chunk_bytes;
+  double worst = 0;
+  for (topology::LinkId l = 0; l < bytes.size(); ++l)
+    if (bytes[l] > 0)
+      worst = std::max(worst, bytes[l] / support::bytes_per_us(topology.link(l).bw_GBps));
+  return worst;
+}
+
+double makespan(const std::vector<std::pair<double, double>>& times) {
+  double last = 0;
+  for (const auto& [start, finish] : times) last = std::max(last, finish);
+  return last;
+}
+
+}  // namespace
+
 void order(Plan& plan, const topology::Topology& topology, std::uint64_t reference_size_bytes) {
-  const auto times =
-      list_schedule(plan, topology, plan.protocol.value_or(topology::Protocol::simple),
-                    static_cast<double>(reference_size_bytes));
+  const auto protocol = plan.protocol.value_or(topology::Protocol::simple);
+  const auto size = static_cast<double>(reference_size_bytes);
+  auto times = list_schedule(plan, topology, protocol, size);
+  // Greedy list scheduling sends every rank's own data at once, so what it forwards waits
+  // behind it. In tree packings, where every link is close to busy, pacing each rank's own
+  // slices at the rate the busiest link allows leaves room for forwarding; kept where it is
+  // faster.
+  const bool packing = std::any_of(plan.statements.begin(), plan.statements.end(),
+                                   [](const StatementPos& s) { return s.paced; });
+  std::int32_t slices = 0;
+  for (const Transfer& t : plan.transfers) slices = std::max(slices, t.slice + 1);
+  if (packing && slices > 1) {
+    auto paced = list_schedule(plan, topology, protocol, size,
+                               link_load_bound_us(plan, topology, size) / slices);
+    if (makespan(paced) < makespan(times)) times = std::move(paced);
+  }
   for (std::size_t t = 0; t < plan.transfers.size(); ++t)
     std::tie(plan.transfers[t].start_us, plan.transfers[t].finish_us) = times[t];
 }

@@ -92,6 +92,9 @@ struct Transfer {
 struct StatementPos {
   int line = 0;
   int column = 0;
+  /// Its ranks' own data is paced by the order pass (a tree packing, where what a rank
+  /// forwards would otherwise wait behind all it originates).
+  bool paced = false;
   bool operator==(const StatementPos&) const = default;
 };
 
