@@ -10,18 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "e2e_support.hpp"
 #include "optiflow/db/store.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using optiflow::e2e::slurp;
 
 class Compare : public ::testing::Test {
  protected:
@@ -36,11 +31,7 @@ class Compare : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   int run(const std::string& args, std::string* out = nullptr) const {
-    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" +
-                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
-    const int status = std::system(command.c_str());
-    if (out) *out = slurp(dir_ / "out");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return optiflow::e2e::run_optiflow(dir_, args, out);
   }
   std::string err() const { return slurp(dir_ / "err"); }
 

@@ -12,23 +12,18 @@
 #include <sstream>
 
 #include "../llm/fake_chat_server.hpp"
+#include "e2e_support.hpp"
 #include "optiflow/db/store.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using optiflow::e2e::slurp;
 using optiflow::testing::FakeChatServer;
 using optiflow::testing::reply_with;
 using optiflow::testing::ScriptedReply;
 
 constexpr const char* kKey = "sk-e2e-SECRET-77";
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Valid All-Gather programs for 8 GPUs on one NVSwitch host, two per reply, chosen by the
 // request's seed so that replies differ.
@@ -89,11 +84,7 @@ class LlmExplore : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   int run(const std::string& env, const std::string& args, std::string* out = nullptr) const {
-    const std::string command = env + " '" + OPTIFLOW_BINARY + "' " + args + " >'" +
-                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
-    const int status = std::system(command.c_str());
-    if (out) *out = slurp(dir_ / "out");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return optiflow::e2e::run_optiflow(dir_, args, out, env);
   }
   std::string env(const std::string& url) const {
     return "OPTIFLOW_LLM_URL='" + url + "' OPTIFLOW_LLM_MODEL=test-model OPTIFLOW_LLM_KEY=" + kKey +
