@@ -11,7 +11,7 @@ packages=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
-  coinor-libcbc-dev libglpk-dev
+  coinor-libcbc-dev coinor-libclp-dev libglpk-dev
 )
 
 missing=()
