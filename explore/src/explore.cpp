@@ -97,6 +97,14 @@ struct Candidate {
     return parsed.canonical.empty() ? parsed.diagnostics : compiled.diagnostics;
   }
   bool ok() const { return !parsed.canonical.empty() && compiled.ok; }
+
+  static Candidate of(propose::Proposal&& p) {
+    Candidate c;
+    c.source = std::move(p.source);
+    c.origin = std::move(p.origin);
+    c.model_call_id = p.model_call_id;
+    return c;
+  }
 };
 
 constexpr std::size_t kKnownShown = 12;    // programs a request lists as already evaluated
@@ -118,13 +126,8 @@ class Exploration {
     rng_.seed(options_.seed);
     std::int64_t seq = 0, iteration = 0;
     until_proposer_fails([&] {
-      for (propose::Proposal& p : proposer_->initial_programs()) {
-        Candidate c;
-        c.source = std::move(p.source);
-        c.origin = std::move(p.origin);
-        c.model_call_id = p.model_call_id;
-        pending_.push_back(std::move(c));
-      }
+      for (propose::Proposal& p : proposer_->initial_programs())
+        pending_.push_back(Candidate::of(std::move(p)));
     });
     while (seq < options_.budget && !out_of_time() && failure_.empty()) {
       std::vector<Candidate> batch;
@@ -269,12 +272,9 @@ class Exploration {
     std::size_t made = 0;
     for (std::size_t r = 0; r < answers.size() && r < requests.size(); ++r)
       for (propose::Proposal& p : answers[r]) {
-        Candidate c;
+        Candidate c = Candidate::of(std::move(p));
         c.island = origins[r].first;
         c.parent_ids = origins[r].second;
-        c.source = std::move(p.source);
-        c.origin = std::move(p.origin);
-        c.model_call_id = p.model_call_id;
         pending_.push_back(std::move(c));
         ++made;
       }
@@ -315,15 +315,12 @@ class Exploration {
     std::vector<std::size_t> second_at;
     for (std::size_t k = 0; k < where.size() && k < repaired.size(); ++k) {
       if (!repaired[k]) continue;
-      Candidate c;
+      Candidate c = Candidate::of(std::move(*repaired[k]));
       const Candidate& first = batch[where[k]];
       c.seq = first.seq;
       c.iteration = first.iteration;
       c.island = first.island;
       c.parent_ids = first.parent_ids;
-      c.source = std::move(repaired[k]->source);
-      c.origin = std::move(repaired[k]->origin);
-      c.model_call_id = repaired[k]->model_call_id;
       c.repaired = true;
       second.push_back(std::move(c));
       second_at.push_back(where[k]);
