@@ -33,33 +33,20 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-bool is_baseline(const std::string& name) {
-  for (std::string_view b : baselines::baseline_names())
-    if (b == name) return true;
-  return false;
-}
-
 // A contender that is neither "ours" nor a baseline is a file: a program (compiled here, its
 // compile time its synthesis time), a schedule JSON or an MSCCL XML file.
 void load_files(CompareArgs& args, const topology::Topology& topo) {
   for (std::string& name : args.options.with) {
-    if (name == "ours" || is_baseline(name)) continue;
+    if (name == "ours" || baselines::is_baseline(name)) continue;
     if (!std::filesystem::exists(name))
-      throw support::InputError(
-          support::SourceLocation{"command line", 0, 0, "--with"},
-          "'" + name + "' is neither ours, a baseline (" +
-              [] {
-                std::string names;
-                for (std::string_view b : baselines::baseline_names())
-                  names += (names.empty() ? "" : ", ") + std::string(b);
-                return names;
-              }() +
-              ") nor a file");
+      throw support::InputError(support::SourceLocation{"command line", 0, 0, "--with"},
+                                "'" + name + "' is neither ours, a baseline (" +
+                                    baselines::baseline_list() + ") nor a file");
     const auto start = std::chrono::steady_clock::now();
     explore::ScheduleContender contender;
+    bool program = false;
     with_program_diagnostics(
-        [&] { contender.schedule = load_schedule(name, topo, args.options.collective); });
-    const bool program = !holds_schedule(support::read_text_file(name));
+        [&] { contender.schedule = load_schedule(name, topo, args.options.collective, &program); });
     name = contender.name = std::filesystem::path(name).filename().string();
     contender.synthesis_s =
         program ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()

@@ -60,6 +60,12 @@ struct ExploreArgs {
   std::string collective = "allgather", sizes = "1K:1G";
   std::int64_t resume = 0;
   LlmFlags llm;
+  std::optional<llm::LlmSettings> llm_settings;  // read once, when a proposer needs them
+
+  const llm::LlmSettings& model_settings() {
+    if (!llm_settings) llm_settings = llm.settings();
+    return *llm_settings;
+  }
 };
 
 // One line on a terminal, rewritten in place; elsewhere a line every tenth of the budget.
@@ -135,12 +141,12 @@ bool uses_model(const std::string& proposer) {
 }
 
 // The proposers this build offers, by --proposer name.
-propose::ProposerFactory proposer_factory(const ExploreArgs& args) {
+propose::ProposerFactory proposer_factory(ExploreArgs& args) {
   return [&args](const std::string& name,
                  const propose::ProposalContext& context) -> std::unique_ptr<propose::Proposer> {
     if (name == "offline") return propose::make_offline_proposer(context);
     if (uses_model(name)) {
-      auto model = llm::make_llm_proposer(context, args.llm.settings(), args.options.db_path);
+      auto model = llm::make_llm_proposer(context, args.model_settings(), args.options.db_path);
       if (name == "llm") return model;
       return propose::make_hybrid_proposer(std::move(model),
                                            propose::make_offline_proposer(context));
@@ -153,19 +159,15 @@ propose::ProposerFactory proposer_factory(const ExploreArgs& args) {
 void print_model_calls(const explore::ExploreResult& r, const std::string& db) {
   const db::ModelCallTotals t = db::Store::open(db).model_call_totals(r.run_id);
   if (t.calls == 0) return;
-  std::cout << strprintf(
-      "model calls: %lld (%lld from the replay cache, %lld failed), %lld prompt + %lld "
-      "completion tokens, cost %.4f; optiflow history calls %lld\n",
-      static_cast<long long>(t.calls), static_cast<long long>(t.cached),
-      static_cast<long long>(t.failed), static_cast<long long>(t.prompt_tokens),
-      static_cast<long long>(t.completion_tokens), t.cost, static_cast<long long>(r.run_id));
+  std::cout << model_call_totals_line(t)
+            << strprintf("; optiflow history calls %lld\n", static_cast<long long>(r.run_id));
 }
 
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
   if (args.resume > 0) args.options.resume = args.resume;
-  if (uses_model(args.options.proposer)) args.llm.settings();  // bad settings fail before the run
+  if (uses_model(args.options.proposer)) args.model_settings();  // bad ones fail before the run
   ProgressLine progress;
   const auto result = explore::explore(args.options, proposer_factory(args),
                                        [&](const explore::Progress& p) { progress(p); });

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <vector>
 
+#include "optiflow/db/store.hpp"
+
 namespace optiflow::cli {
 
 std::string strprintf(const char* fmt, ...) {
@@ -48,6 +50,15 @@ void print_simulation_json(const std::string& topology, support::Collective coll
                      {"results", std::move(rows)}};
   doc.update(extra);
   std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+std::string model_call_totals_line(const db::ModelCallTotals& t) {
+  return strprintf(
+      "model calls: %lld (%lld from the replay cache, %lld failed), %lld prompt + %lld "
+      "completion tokens, cost %.4f",
+      static_cast<long long>(t.calls), static_cast<long long>(t.cached),
+      static_cast<long long>(t.failed), static_cast<long long>(t.prompt_tokens),
+      static_cast<long long>(t.completion_tokens), t.cost);
 }
 
 }  // namespace optiflow::cli

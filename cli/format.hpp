@@ -8,7 +8,14 @@
 #include "optiflow/support/collective.hpp"
 #include "optiflow/topology/bounds.hpp"
 
+namespace optiflow::db {
+struct ModelCallTotals;
+}
+
 namespace optiflow::cli {
+
+/// "model calls: N (K from the replay cache, F failed), P prompt + C completion tokens, cost X".
+std::string model_call_totals_line(const db::ModelCallTotals& totals);
 
 /// printf into a std::string.
 [[gnu::format(printf, 1, 2)]] std::string strprintf(const char* fmt, ...);

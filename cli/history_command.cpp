@@ -71,12 +71,7 @@ void runs(const HistoryArgs& args) {
 }
 
 void print_call_totals(const db::ModelCallTotals& t) {
-  std::cout << strprintf(
-      "model calls: %lld (%lld from the replay cache, %lld failed), %lld prompt + %lld "
-      "completion tokens, cost %.4f, %.1f s waiting\n",
-      static_cast<long long>(t.calls), static_cast<long long>(t.cached),
-      static_cast<long long>(t.failed), static_cast<long long>(t.prompt_tokens),
-      static_cast<long long>(t.completion_tokens), t.cost, t.latency_ms / 1000);
+  std::cout << model_call_totals_line(t) << strprintf(", %.1f s waiting\n", t.latency_ms / 1000);
 }
 
 void calls(const HistoryArgs& args) {

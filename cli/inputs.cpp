@@ -26,15 +26,22 @@ sim::Model parse_model(const std::string& name) {
   return *model;
 }
 
+namespace {
+
+// Whether a file's text is a schedule (JSON or MSCCL XML) rather than a DSL program.
 bool holds_schedule(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
   return first != std::string::npos && (text[first] == '{' || text[first] == '<');
 }
 
+}  // namespace
+
 schedule::Schedule load_schedule(const std::string& path, const topology::Topology& topology,
-                                 support::Collective collective) {
+                                 support::Collective collective, bool* compiled) {
   const std::string text = support::read_text_file(path);
-  if (!holds_schedule(text)) {
+  const bool program = !holds_schedule(text);
+  if (compiled) *compiled = program;
+  if (program) {
     compiler::CompileOptions options;
     options.collective = collective;
     return compiler::compile_program(text, path, topology, options).schedule;

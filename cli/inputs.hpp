@@ -19,11 +19,9 @@ sim::Model parse_model(const std::string& name);
 
 /// A schedule from a file: schedule JSON or MSCCL XML (verified here, routes checked against
 /// `topology`), or a DSL program (compiled for `collective`, which verifies it).
-/// Whether a file's text is a schedule (JSON or MSCCL XML) rather than a DSL program.
-bool holds_schedule(const std::string& text);
-
+/// `compiled`, when given, says which it was.
 schedule::Schedule load_schedule(const std::string& path, const topology::Topology& topology,
-                                 support::Collective collective);
+                                 support::Collective collective, bool* compiled = nullptr);
 
 /// Runs `body`; a DSL error is re-thrown with the source line and caret in its message, so
 /// that main prints them.

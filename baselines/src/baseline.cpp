@@ -45,14 +45,6 @@ std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGrap
   return nccl_ring_estimate(graph, collective, protocol, bytes);
 }
 
-[[noreturn]] void unknown(std::string_view name) {
-  std::string names;
-  for (const Known& k : known()) names += (names.empty() ? "" : ", ") + std::string(k.name);
-  throw support::InputError(support::SourceLocation{"command line", 0, 0, "baseline"},
-                            "unknown baseline '" + std::string(name) + "' (built: " + names +
-                                "; taccl, teccl and forestcoll are not built yet)");
-}
-
 schedule::Schedule build_schedule(NcclAlgorithm algorithm, const NcclRingGraph& graph,
                                   const topology::Topology& topology,
                                   support::Collective collective) {
@@ -90,6 +82,29 @@ std::span<const std::string_view> baseline_names() {
   }();
   return names;
 }
+
+bool is_baseline(std::string_view name) {
+  const auto names = baseline_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string baseline_list() {
+  std::string list;
+  for (std::string_view name : baseline_names())
+    list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
+}
+
+namespace {
+
+[[noreturn]] void unknown(std::string_view name) {
+  throw support::InputError(support::SourceLocation{"command line", 0, 0, "baseline"},
+                            "unknown baseline '" + std::string(name) +
+                                "' (built: " + baseline_list() +
+                                "; taccl, teccl and forestcoll are not built yet)");
+}
+
+}  // namespace
 
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
                          support::Collective collective, std::span<const std::uint64_t> sizes,

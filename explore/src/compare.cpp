@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "optiflow/baselines/baseline.hpp"
 #include "optiflow/db/store.hpp"
@@ -69,12 +69,11 @@ Contender ours(const db::Store& store, const topology::Topology& topo,
   Contender c;
   c.name = "ours";
   c.points.resize(options.sizes.size());
-  std::map<std::string, bool> simulated;
+  std::set<std::string> simulated;  // schedule hashes
   std::int64_t largest_run = 0;
   for (const db::BestEntry& entry : best) {
     largest_run = entry.run_id;  // best() is by ascending size
-    if (simulated[entry.schedule_hash]) continue;
-    simulated[entry.schedule_hash] = true;
+    if (!simulated.insert(entry.schedule_hash).second) continue;
     const auto json = store.schedule_json(entry.schedule_hash);
     if (!json) continue;
     const Contender one =
@@ -176,8 +175,7 @@ Comparison compare(const CompareOptions& given) {
       c.synthesis_s = file->synthesis_s;
       c.status = file->status;
       schedule = &file->schedule;
-    } else if (std::find(baselines::baseline_names().begin(), baselines::baseline_names().end(),
-                         name) != baselines::baseline_names().end()) {
+    } else if (baselines::is_baseline(name)) {
       c = baseline(name, topo, options);
     } else {
       fail("--with", "unknown contender '" + name +

@@ -201,20 +201,20 @@ class Exploration {
     } else {
       store_.set_run_status(run_id_, "running");
     }
-    try {
-      nccl_ = baselines::run_baseline("nccl", *topology_, options_.collective, options_.sizes);
-    } catch (const support::InputError& e) {
-      nccl_missing_ = e.what();
-    }
     context_ = propose::ProposalContext{
         topology_.get(), options_.collective, options_.sizes, bound_us_, {},
         run_id_,         options_.seed};
-    if (nccl_)
+    try {
+      const auto nccl =
+          baselines::run_baseline("nccl", *topology_, options_.collective, options_.sizes);
       for (std::uint64_t size : options_.sizes) {
-        const baselines::BaselineRow& row = nccl_->rows[nccl_row(*nccl_, size)];
+        const baselines::BaselineRow& row = nccl.rows[nccl_row(nccl, size)];
         context_.nccl.push_back(propose::NcclAtSize{
             row.sim.time_us, row.algorithm + "/" + std::string(topology::to_string(row.protocol))});
       }
+    } catch (const support::InputError& e) {
+      nccl_missing_ = e.what();
+    }
     try {
       proposer_ = make_proposer_(options_.proposer, context_);
     } catch (...) {
@@ -548,7 +548,6 @@ class Exploration {
   std::deque<Candidate> pending_;  // proposed, not yet evaluated
   std::deque<propose::Parent> recent_failures_;
   std::deque<std::string> known_;
-  std::optional<baselines::BaselineRun> nccl_;
   std::string nccl_missing_, stop_reason_, failure_;
   int empty_rounds_ = 0;
 };

@@ -24,9 +24,11 @@ class HybridProposer final : public Proposer {
   std::vector<std::vector<Proposal>> propose(std::span<const ProposalRequest> requests) override {
     std::vector<ProposalRequest> shares[2];
     std::vector<std::size_t> member_of(requests.size());
+    const bool stopped[2] = {!members_[0]->stop_reason().empty(),
+                             !members_[1]->stop_reason().empty()};
     for (std::size_t i = 0; i < requests.size(); ++i) {
       std::size_t m = i % 2;
-      if (!members_[m]->stop_reason().empty()) m = 1 - m;
+      if (stopped[m]) m = 1 - m;
       member_of[i] = m;
       shares[m].push_back(requests[i]);
     }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "e2e_support.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/topology/bounds.hpp"
 #include "optiflow/topology/generators.hpp"
@@ -24,12 +25,7 @@ struct Result {
   std::string err;
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using optiflow::e2e::slurp;
 
 class Cli : public ::testing::Test {
  protected:
@@ -42,11 +38,10 @@ class Cli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   Result run(const std::string& args) const {
-    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" +
-                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
-    const int status = std::system(command.c_str());
-    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out"),
-                  slurp(dir_ / "err")};
+    Result r;
+    r.exit_code = optiflow::e2e::run_optiflow(dir_, args, &r.out);
+    r.err = slurp(dir_ / "err");
+    return r;
   }
 
   fs::path write(const std::string& name, const std::string& text) const {

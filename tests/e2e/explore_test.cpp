@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "e2e_support.hpp"
 #include "optiflow/db/store.hpp"
 
 extern char** environ;
@@ -21,12 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using optiflow::e2e::slurp;
 
 // The results of a run as CSV, without the columns that differ between runs (run id, time).
 std::string comparable_results(const std::string& csv) {
@@ -57,11 +53,7 @@ class Explore : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   int run(const std::string& args, std::string* out = nullptr) const {
-    const std::string command = std::string("'") + OPTIFLOW_BINARY + "' " + args + " >'" +
-                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
-    const int status = std::system(command.c_str());
-    if (out) *out = slurp(dir_ / "out");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return optiflow::e2e::run_optiflow(dir_, args, out);
   }
 
   std::string explore_args(const fs::path& db) const {

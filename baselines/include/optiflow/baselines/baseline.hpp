@@ -17,6 +17,9 @@ namespace optiflow::baselines {
 
 /// The names `optiflow baseline` takes that this library builds.
 std::span<const std::string_view> baseline_names();
+bool is_baseline(std::string_view name);
+/// baseline_names() as one comma-separated list, for messages.
+std::string baseline_list();
 
 /// One size of a baseline: what it chose and what the simulator makes of it.
 struct BaselineRow {
