@@ -22,7 +22,17 @@ struct BaselineArgs {
   std::string name, topology, collective = "allgather", sizes = "1K:1G", model = "alpha-beta";
   std::string output, msccl_xml;
   bool json = false;
+  baselines::SynthesisOptions synthesis;
+  std::string teccl_mode = "milp", teccl_epoch = "fastest";
 };
+
+baselines::TecclMode parse_teccl_mode(const std::string& mode) {
+  if (mode == "milp") return baselines::TecclMode::milp;
+  if (mode == "lp") return baselines::TecclMode::lp;
+  if (mode == "astar") return baselines::TecclMode::astar;
+  throw support::InputError(support::SourceLocation{"command line", 0, 0, "--teccl-mode"},
+                            "unknown TE-CCL mode '" + mode + "' (milp, lp or astar)");
+}
 
 void print_table(const topology::Topology& topo, const baselines::BaselineRun& run,
                  const BaselineArgs& args, const topology::LowerBound& bound) {
@@ -30,6 +40,7 @@ void print_table(const topology::Topology& topo, const baselines::BaselineRun& r
                          topo.name().c_str(), args.model.c_str(), run.schedule.ranks,
                          run.schedule.chunks, run.schedule.step_count());
   for (const std::string& note : run.notes) std::cout << "  " << note << "\n";
+  if (run.solver) std::cout << "  solver: " << run.solver->summary() << "\n";
   std::cout << strprintf("%10s %6s %7s %4s %12s %12s %12s %9s\n", "size", "algo", "proto", "ch",
                          "time_us", "busbw GB/s", "nccl model", "x bound");
   for (const auto& row : run.rows) {
@@ -50,8 +61,17 @@ void run_baseline_command(const BaselineArgs& args) {
   sim::SimOptions options;
   options.model = parse_model(args.model);
   const auto sizes = support::parse_sizes(args.sizes);
+  baselines::SynthesisOptions synthesis = args.synthesis;
+  synthesis.teccl_mode = parse_teccl_mode(args.teccl_mode);
+  if (args.teccl_epoch != "fastest" && args.teccl_epoch != "slowest")
+    throw support::InputError(
+        support::SourceLocation{"command line", 0, 0, "--teccl-epoch"},
+        "--teccl-epoch is fastest or slowest, not '" + args.teccl_epoch + "'");
+  synthesis.teccl_epoch = args.teccl_epoch == "fastest" ? baselines::TecclEpoch::fastest
+                                                        : baselines::TecclEpoch::slowest;
+  synthesis.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const baselines::BaselineRun run =
-      baselines::run_baseline(args.name, topo, collective, sizes, options);
+      baselines::run_baseline(args.name, topo, collective, sizes, options, synthesis);
   if (!args.output.empty())
     write_text_file(args.output, schedule::write_schedule_json(run.schedule));
   if (!args.msccl_xml.empty())
@@ -66,8 +86,14 @@ void run_baseline_command(const BaselineArgs& args) {
     entry["nccl_model_us"] = row.model_us ? nlohmann::json(*row.model_us) : nullptr;
     rows.push_back(std::move(entry));
   }
+  nlohmann::json extra{{"notes", run.notes}};
+  if (run.solver)
+    extra["solver"] = {{"solver", run.solver->solver},
+                       {"status", run.solver->status},
+                       {"gap", run.solver->gap ? nlohmann::json(*run.solver->gap) : nullptr},
+                       {"synthesis_s", run.solver->seconds}};
   print_simulation_json(topo.name(), collective, args.model, run.name, std::move(rows),
-                        {{"notes", run.notes}});
+                        std::move(extra));
 }
 
 }  // namespace
@@ -76,10 +102,10 @@ void add_baseline_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "baseline",
       "Build a contender (nccl: NCCL's tuner pick; nccl-ring, nccl-tree, nccl-pat; "
-      "pat-hierarchical, not NCCL's), verify and simulate it");
+      "pat-hierarchical, not NCCL's; the synthesizers forestcoll, taccl, teccl), verify and "
+      "simulate it");
   auto args = std::make_shared<BaselineArgs>();
-  cmd->add_option("NAME", args->name, "nccl | nccl-ring | nccl-tree | nccl-pat | pat-hierarchical")
-      ->required();
+  cmd->add_option("NAME", args->name, baselines::baseline_list())->required();
   cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
   cmd->add_option("--collective", args->collective, "allgather | reducescatter | allreduce")
       ->capture_default_str();
@@ -88,6 +114,22 @@ void add_baseline_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "write the schedule JSON here");
   cmd->add_option("--msccl-xml", args->msccl_xml, "write MSCCL XML here");
   cmd->add_flag("--json", args->json, "print the simulation JSON, with each size's choice");
+  cmd->add_option("--time-limit", args->synthesis.time_limit_s,
+                  "synthesizers: seconds per solver call (the best solution so far is kept)")
+      ->capture_default_str();
+  cmd->add_option("--gap", args->synthesis.gap_limit,
+                  "synthesizers: stop a MIP at this relative gap (0.01 = 1%)")
+      ->capture_default_str();
+  cmd->add_option("--sketch", args->synthesis.taccl_sketch,
+                  "taccl: TACCL's communication sketch JSON (default: derived from the topology)");
+  cmd->add_option("--teccl-mode", args->teccl_mode, "teccl: milp | lp | astar")
+      ->capture_default_str();
+  cmd->add_option("--teccl-epoch", args->teccl_epoch,
+                  "teccl: the link that sets the epoch length, fastest | slowest")
+      ->capture_default_str();
+  cmd->add_option("--teccl-chunks", args->synthesis.teccl_chunks,
+                  "teccl: chunks per GPU (0: the synthesizer's default)")
+      ->capture_default_str();
   cmd->callback([args] { with_program_diagnostics([&] { run_baseline_command(*args); }); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/collective.hpp"
+#include "optiflow/support/strings.hpp"
 #include "optiflow/topology/bounds.hpp"
 
 namespace optiflow::db {
@@ -17,8 +18,7 @@ namespace optiflow::cli {
 /// "model calls: N (K from the replay cache, F failed), P prompt + C completion tokens, cost X".
 std::string model_call_totals_line(const db::ModelCallTotals& totals);
 
-/// printf into a std::string.
-[[gnu::format(printf, 1, 2)]] std::string strprintf(const char* fmt, ...);
+using support::strprintf;
 
 /// "12.5" / "300" / "6.25": a bandwidth or time without trailing zeros (up to 3 decimals).
 std::string compact_number(double value);

@@ -27,6 +27,17 @@ const std::array<Known, 5>& known() {
   return table;
 }
 
+// The synthesizers: a solver builds one schedule, whatever the size.
+struct Synthesizer {
+  std::string_view name;
+  Synthesized (*synthesize)(const topology::Topology&, support::Collective,
+                            const SynthesisOptions&);
+};
+const std::array<Synthesizer, 1>& synthesizers() {
+  static const std::array<Synthesizer, 1> table{{{"forestcoll", forestcoll_synthesize}}};
+  return table;
+}
+
 std::optional<NcclEstimate> estimate(NcclAlgorithm algorithm, const NcclRingGraph& graph,
                                      support::Collective collective, topology::Protocol protocol,
                                      std::uint64_t bytes) {
@@ -78,9 +89,15 @@ std::span<const std::string_view> baseline_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> all;
     for (const Known& k : known()) all.push_back(k.name);
+    for (const Synthesizer& k : synthesizers()) all.push_back(k.name);
     return all;
   }();
   return names;
+}
+
+bool is_synthesizer(std::string_view name) {
+  return std::any_of(synthesizers().begin(), synthesizers().end(),
+                     [&](const Synthesizer& k) { return k.name == name; });
 }
 
 bool is_baseline(std::string_view name) {
@@ -98,17 +115,81 @@ std::string baseline_list() {
 namespace {
 
 [[noreturn]] void unknown(std::string_view name) {
-  throw support::InputError(support::SourceLocation{"command line", 0, 0, "baseline"},
-                            "unknown baseline '" + std::string(name) +
-                                "' (built: " + baseline_list() +
-                                "; taccl, teccl and forestcoll are not built yet)");
+  throw support::InputError(
+      support::SourceLocation{"command line", 0, 0, "baseline"},
+      "unknown baseline '" + std::string(name) + "' (built: " + baseline_list() + ")");
+}
+
+void check_verified(const schedule::Schedule& s, const topology::Topology& topology,
+                    const std::string& name) {
+  const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topology);
+  if (!verdict.ok())
+    throw support::InputError(support::SourceLocation{name, 0, 0, {}},
+                              "the baseline's schedule fails verification: " + verdict.summary());
+}
+
+// A synthesizer's schedule, verified, run at each size with the protocol that simulates
+// fastest there: the real tools leave the protocol to the user, who would pick so.
+BaselineRun run_synthesizer(const Synthesizer& synthesizer, const topology::Topology& topology,
+                            support::Collective collective, std::vector<std::uint64_t> sizes,
+                            const sim::SimOptions& options, const SynthesisOptions& synthesis) {
+  Synthesized built = synthesizer.synthesize(topology, collective, synthesis);
+  BaselineRun run;
+  run.name = std::string(synthesizer.name);
+  run.notes = std::move(built.notes);
+  run.solver = std::move(built.solver);
+  built.schedule.name = run.name;
+  check_verified(built.schedule, topology, run.name);
+  std::vector<topology::Protocol> protocols(topology::kProtocols.begin(),
+                                            topology::kProtocols.end());
+  if (options.protocol) protocols = {*options.protocol};
+  std::vector<sim::Simulator> simulators;
+  for (topology::Protocol protocol : protocols) {
+    sim::SimOptions fixed = options;
+    fixed.protocol = protocol;
+    simulators.emplace_back(topology, built.schedule, fixed);
+  }
+  int channels = 0;
+  for (const auto& program : built.schedule.programs)
+    for (const auto& tb : program.tbs) channels = std::max(channels, tb.channel + 1);
+  std::vector<std::pair<std::uint64_t, std::string_view>> per_size;
+  for (std::uint64_t size : sizes) {
+    BaselineRow row;
+    row.size_bytes = size;
+    row.algorithm = run.name;
+    row.channels = channels;
+    for (std::size_t p = 0; p < simulators.size(); ++p) {
+      sim::SimResult result = simulators[p].run(size);
+      if (p == 0 || result.time_us < row.sim.time_us) {
+        row.sim = std::move(result);
+        row.protocol = protocols[p];
+      }
+    }
+    per_size.emplace_back(size, topology::to_string(row.protocol));
+    run.rows.push_back(std::move(row));
+  }
+  schedule::set_protocol_by_size(built.schedule, per_size);
+  run.schedule = std::move(built.schedule);
+  return run;
+}
+
+std::vector<std::uint64_t> ascending_unique(std::span<const std::uint64_t> sizes) {
+  std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
+  std::sort(ascending.begin(), ascending.end());
+  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+  return ascending;
 }
 
 }  // namespace
 
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
                          support::Collective collective, std::span<const std::uint64_t> sizes,
-                         sim::SimOptions options) {
+                         sim::SimOptions options, const SynthesisOptions& synthesis) {
+  if (const auto synthesizer = std::find_if(synthesizers().begin(), synthesizers().end(),
+                                            [&](const Synthesizer& k) { return k.name == name; });
+      synthesizer != synthesizers().end())
+    return run_synthesizer(*synthesizer, topology, collective, ascending_unique(sizes), options,
+                           synthesis);
   const auto entry =
       std::find_if(known().begin(), known().end(), [&](const Known& k) { return k.name == name; });
   if (entry == known().end()) unknown(name);
@@ -121,9 +202,7 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
         "not an NCCL algorithm: PAT across nodes among each rail's GPUs, then a direct "
         "exchange inside each node (NCCL runs PAT only with one GPU per node)"};
 
-  std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
-  std::sort(ascending.begin(), ascending.end());
-  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+  const std::vector<std::uint64_t> ascending = ascending_unique(sizes);
   std::vector<NcclAlgorithm> picked;  // per row
   for (std::uint64_t size : ascending) {
     std::optional<NcclEstimate> best;
@@ -158,10 +237,7 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
     if (schedules.contains(algorithm)) continue;
     schedule::Schedule s = build_schedule(picked[i], graph, topology, collective);
     s.name = run.name;
-    const schedule::VerifyResult verdict = schedule::verify_schedule(s, &topology);
-    if (!verdict.ok())
-      throw support::InputError(support::SourceLocation{run.name, 0, 0, {}},
-                                "the baseline's schedule fails verification: " + verdict.summary());
+    check_verified(s, topology, run.name);
     set_protocols(s, algorithm, run.rows);
     schedules.emplace(algorithm, std::move(s));
   }

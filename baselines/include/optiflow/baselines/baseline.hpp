@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "optiflow/baselines/nccl.hpp"
+#include "optiflow/baselines/synthesis.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/topology/topology.hpp"
@@ -37,14 +38,20 @@ struct BaselineRun {
   schedule::Schedule schedule;
   std::vector<BaselineRow> rows;
   std::vector<std::string> notes;  ///< how it was built, one line each
+  /// The synthesizers' (taccl, teccl, forestcoll) solver report, synthesis time included.
+  std::optional<SolverReport> solver;
 };
 
+/// Whether `name` is a synthesizer (taccl, teccl, forestcoll): a solver builds its schedule.
+bool is_synthesizer(std::string_view name);
+
 /// Builds baseline `name` on `topology` for `collective`, verifies its schedule and simulates
-/// it at every size with `options` (options.protocol is set per size from the baseline's own
-/// choice). Throws InputError for an unknown name, a collective the baseline does not build,
-/// or a topology it cannot run on.
+/// it at every size with `options`. NCCL's baselines run each size with the protocol its tuner
+/// picks; a synthesizer's schedule runs each size with the protocol that simulates fastest
+/// (unless options.protocol forces one). Throws InputError for an unknown name, a collective
+/// the baseline does not build, or a topology it cannot run on.
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
                          support::Collective collective, std::span<const std::uint64_t> sizes,
-                         sim::SimOptions options = {});
+                         sim::SimOptions options = {}, const SynthesisOptions& synthesis = {});
 
 }  // namespace optiflow::baselines

@@ -1,0 +1,62 @@
+// The synthesizer baselines (TACCL, TE-CCL, ForestColl), re-implemented on open solvers: each
+// builds a schedule for a topology and a collective, and reports what its solver did, so that a
+// comparison can say how long synthesis took and how far from optimal the solver stopped.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optiflow/schedule/schedule.hpp"
+#include "optiflow/support/collective.hpp"
+#include "optiflow/topology/topology.hpp"
+
+namespace optiflow::baselines {
+
+/// What the solver of a synthesizer did, summed over its stages.
+struct SolverReport {
+  std::string solver;         ///< e.g. "CBC 2.10.8", "CLP 1.17.7"
+  std::string status;         ///< "optimal", "feasible (time limit)", ...
+  std::optional<double> gap;  ///< relative MIP gap at the end, where a MIP was solved
+  double seconds = 0;         ///< wall time of the whole synthesis
+  /// One line: "CBC 2.10.8 optimal, gap 0.00%, 1.24 s".
+  std::string summary() const;
+};
+
+enum class TecclMode {
+  milp,   ///< the full mixed-integer program
+  lp,     ///< its linear relaxation (fractional chunks), rounded into a schedule
+  astar,  ///< round by round: a few epochs at a time, each round's demands carried on
+};
+
+enum class TecclEpoch { fastest, slowest };  ///< the link that sets TE-CCL's epoch length
+
+struct SynthesisOptions {
+  /// Wall-clock limit of each solver call (CBC's seconds); the best solution found so far is
+  /// kept and its gap reported.
+  double time_limit_s = 600;
+  /// Stop a MIP once its relative gap is below this.
+  double gap_limit = 0.0;
+  /// Called with one line per stage and solver progress (nullptr: quiet).
+  std::function<void(const std::string&)> progress;
+  /// TACCL's sketch JSON (baseline taccl); empty: a default sketch derived from the topology.
+  std::string taccl_sketch;
+  TecclMode teccl_mode = TecclMode::milp;
+  TecclEpoch teccl_epoch = TecclEpoch::fastest;
+  /// TE-CCL's chunks per GPU (its `num_chunks`); 0: the synthesizer's default.
+  int teccl_chunks = 0;
+};
+
+/// A synthesized schedule (not yet verified) and what its solver reported.
+struct Synthesized {
+  schedule::Schedule schedule;
+  SolverReport solver;
+  std::vector<std::string> notes;  ///< how it was built, one line each
+};
+
+/// Spanning-tree packing at the cut bound's rate (ForestColl, arXiv 2402.06787).
+Synthesized forestcoll_synthesize(const topology::Topology& topology,
+                                  support::Collective collective, const SynthesisOptions& options);
+
+}  // namespace optiflow::baselines
