@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -52,15 +53,15 @@ std::vector<int> rounded_parts(const std::vector<topology::PackedTree>& trees) {
 
 // One hop of one chunk along one tree edge (child to parent when reducing).
 struct Hop {
-  int phase = 0;           // 0: reduce toward the root, 1: broadcast from it
   double progress = 0;     // how far through its tree's chunks, in (0, 1)
-  int level = 0;           // order along the tree: deeper edges first when reducing
+  int level = 0;           // along its chunk's path: leaves' edges first when reducing
+  int phase = 0;           // 0: reduce toward the root, 1: broadcast from it
   int root = 0, tree = 0;  // ties, for determinism
   int chunk = 0;
   int from = 0, to = 0;
   const std::vector<topology::NodeId>* path = nullptr;
   bool reversed = false;
-  auto key() const { return std::tie(phase, progress, level, root, tree, chunk, from, to); }
+  auto key() const { return std::tie(progress, level, phase, root, tree, chunk, from, to); }
 };
 
 class ForestBuilder {
@@ -82,18 +83,20 @@ class ForestBuilder {
     if (!reducing)
       if (auto it = received_[at(hop.from)].find(hop.chunk); it != received_[at(hop.from)].end())
         send_deps = it->second;
+    const int channel = channel_for(hop.from, hop.to, send_deps);
     const StepRef send =
-        append(hop.from, hop.to, true,
+        append(hop.from, hop.to, channel, true,
                chunk_step(StepKind::send, buffer_, hop.chunk, std::move(send_deps), route(hop)));
     sent_[at(hop.from)][hop.chunk] = send;
-    std::vector<StepRef> recv_deps;
-    // A broadcast overwrites what this rank sent toward the root: only once that has left.
+    // A reduction adds into what the previous one left (one after another); a broadcast
+    // overwrites what this rank sent toward the root, once that has left.
+    std::vector<StepRef> recv_deps = reducing ? reduced(hop.to, hop.chunk) : std::vector<StepRef>{};
     if (!reducing)
       if (auto it = sent_[at(hop.to)].find(hop.chunk); it != sent_[at(hop.to)].end())
         recv_deps.push_back(it->second);
     const StepKind kind = reducing ? StepKind::recv_reduce_copy : StepKind::recv;
-    const StepRef recv =
-        append(hop.to, hop.from, false, chunk_step(kind, buffer_, hop.chunk, std::move(recv_deps)));
+    const StepRef recv = append(hop.to, hop.from, channel, false,
+                                chunk_step(kind, buffer_, hop.chunk, std::move(recv_deps)));
     auto& got = received_[at(hop.to)][hop.chunk];
     if (!reducing) got.clear();
     got.push_back(recv);
@@ -104,9 +107,23 @@ class ForestBuilder {
  private:
   static std::size_t at(int i) { return static_cast<std::size_t>(i); }
 
+  // Sends to one peer that wait on the same receiving thread block share a channel (own data
+  // has one of its own): their data arrives in the order they are queued, so a connection
+  // never holds a ready chunk behind one still on its way.
+  int channel_for(int rank, int peer, const std::vector<StepRef>& deps) {
+    const int feed = deps.empty() ? -1 : deps.back().tb;
+    auto& feeds = feeds_[{rank, peer}];
+    const auto it = std::find(feeds.begin(), feeds.end(), feed);
+    if (it != feeds.end()) return static_cast<int>(it - feeds.begin());
+    feeds.push_back(feed);
+    return static_cast<int>(feeds.size() - 1);
+  }
+
+  // The last reduction into `chunk` on `rank` (the others come before it).
   std::vector<StepRef> reduced(int rank, int chunk) const {
     const auto it = received_[at(rank)].find(chunk);
-    return it == received_[at(rank)].end() ? std::vector<StepRef>{} : it->second;
+    if (it == received_[at(rank)].end()) return {};
+    return {it->second.back()};
   }
 
   std::vector<topology::LinkId> route(const Hop& hop) {
@@ -122,13 +139,14 @@ class ForestBuilder {
   }
 
   // The step on `rank`'s thread block toward `peer` (one block per peer and direction).
-  StepRef append(int rank, int peer, bool sends, schedule::Step step) {
+  StepRef append(int rank, int peer, int channel, bool sends, schedule::Step step) {
     auto& blocks = schedule_.programs[at(rank)].tbs;
-    auto [it, inserted] =
-        block_of_.try_emplace(std::make_tuple(rank, peer, sends), static_cast<int>(blocks.size()));
+    auto [it, inserted] = block_of_.try_emplace(std::make_tuple(rank, peer, channel, sends),
+                                                static_cast<int>(blocks.size()));
     if (inserted) {
       schedule::ThreadBlock tb;
       (sends ? tb.send_peer : tb.recv_peer) = peer;
+      tb.channel = channel;
       blocks.push_back(std::move(tb));
     }
     auto& steps = blocks[at(it->second)].steps;
@@ -141,7 +159,9 @@ class ForestBuilder {
   support::Collective collective_;
   schedule::BufferKind buffer_;
   schedule::Schedule schedule_;
-  std::map<std::tuple<int, int, bool>, int> block_of_;
+  std::map<std::tuple<int, int, int, bool>, int> block_of_;
+  std::map<std::pair<int, int>, std::vector<int>> feeds_;
+  std::vector<std::vector<StepRef>> recent_;                   // per (rank, peer): by channel
   std::vector<std::map<int, StepRef>> sent_;                   // per rank: last send of a chunk
   std::vector<std::map<int, std::vector<StepRef>>> received_;  // per rank: receives of a chunk
 };
@@ -179,29 +199,30 @@ Synthesized forestcoll_synthesize(const topology::Topology& topology,
 
   const int per_rank = kShares * kPipeline;
   std::vector<std::vector<int>> parts;
+  for (const auto& trees : packing.trees) parts.push_back(rounded_parts(trees));
+  const bool reduces = collective != support::Collective::all_gather;
+  const bool broadcasts = collective != support::Collective::reduce_scatter;
   std::vector<Hop> hops;
   for (int root = 0; root < n; ++root) {
     const auto& trees = packing.trees[static_cast<std::size_t>(root)];
-    parts.push_back(rounded_parts(trees));
     int first = root * per_rank;  // the root's slice, cut tree by tree
     for (std::size_t t = 0; t < trees.size(); ++t) {
-      const int count = parts.back()[t] * kPipeline;
-      int max_depth = 0;
-      for (const auto& e : trees[t].edges) max_depth = std::max(max_depth, e.depth);
+      const int count = parts[static_cast<std::size_t>(root)][t] * kPipeline;
+      const auto& edges = trees[t].edges;
+      int height = 0;
+      for (const topology::PackedEdge& e : edges) height = std::max(height, e.depth);
       for (int j = 0; j < count; ++j) {
+        // Each tree's chunks spread evenly over the run, so that every link carries its
+        // trees' data at the rates the packing gives them.
         const double progress = (j + 0.5) / count;
-        for (const topology::PackedEdge& e : trees[t].edges) {
-          Hop hop{1,         progress,    e.depth,   root,    static_cast<int>(t),
-                  first + j, e.from_rank, e.to_rank, &e.path, false};
-          if (collective != support::Collective::all_gather) {
-            Hop up = hop;
-            up.phase = 0;
-            up.level = max_depth - e.depth;
-            std::swap(up.from, up.to);
-            up.reversed = true;
-            hops.push_back(up);
-          }
-          if (collective != support::Collective::reduce_scatter) hops.push_back(hop);
+        const int tree = static_cast<int>(t);
+        for (const topology::PackedEdge& e : edges) {
+          if (reduces)
+            hops.push_back(Hop{progress, height - e.depth, 0, root, tree, first + j, e.to_rank,
+                               e.from_rank, &e.path, true});
+          if (broadcasts)
+            hops.push_back(Hop{progress, (reduces ? height : 0) + e.depth, 1, root, tree, first + j,
+                               e.from_rank, e.to_rank, &e.path, false});
         }
       }
       first += count;

@@ -109,6 +109,10 @@ Contender baseline(const std::string& name, const topology::Topology& topo,
   c.name = name;
   c.synthesis_s = seconds_since(start);
   c.status = "construction, verification and simulation";
+  if (run.solver) {  // a synthesizer: its own time, and how its solver ended
+    c.synthesis_s = run.solver->seconds;
+    c.status = run.solver->summary();
+  }
   for (const baselines::BaselineRow& row : run.rows)
     c.points.push_back(
         point_of(row.sim, row.algorithm + "/" + std::string(topology::to_string(row.protocol))));
