@@ -88,9 +88,10 @@ void run_compare(CompareArgs& args) {
   args.options.model = parse_model(args.model);
   args.options.with = split_list(args.with);
   args.options.store = !args.no_store;
-  if (!args.plot.empty() && !args.plot.ends_with(".svg"))
+  if (!args.plot.empty() && !args.plot.ends_with(".svg") && !args.plot.ends_with(".png"))
     throw support::InputError(support::SourceLocation{"command line", 0, 0, "--plot"},
-                              "the plot is written as SVG: give a file name ending in .svg");
+                              "the plot is written as SVG or PNG: give a file name ending in "
+                              ".svg or .png");
   const topology::Topology topo = topology::load_topology(args.options.topology);
   load_files(args, topo);
   const explore::Comparison c = explore::compare(args.options);
@@ -101,7 +102,8 @@ void run_compare(CompareArgs& args) {
   else
     print_table(c, args.options.db_path);
   if (!args.plot.empty()) {
-    write_text_file(args.plot, explore::bandwidth_plot_svg(c));
+    const std::string svg = explore::bandwidth_plot_svg(c);
+    write_text_file(args.plot, args.plot.ends_with(".png") ? explore::svg_to_png(svg) : svg);
     if (!args.json && !args.csv) std::cout << "plot: " << args.plot << "\n";
   }
 }
@@ -126,7 +128,7 @@ void add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print the comparison as JSON");
   cmd->add_flag("--csv", args->csv, "print the comparison as CSV");
-  cmd->add_option("--plot", args->plot, "write busbw against size to OUT.svg");
+  cmd->add_option("--plot", args->plot, "write busbw against size to OUT.svg or OUT.png");
   cmd->add_flag("--no-store", args->no_store, "do not record the comparison in the database");
   cmd->callback([args] { run_compare(*args); });
 }

@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   coinor-libcbc-dev coinor-libclp-dev libglpk-dev
+  librsvg2-dev fonts-dejavu-core
 )
 
 missing=()

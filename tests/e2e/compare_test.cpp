@@ -101,8 +101,31 @@ TEST_F(Compare, SaysWhatIsMissing) {
   EXPECT_NE(err().find("no stored schedules for 'ours' on a100x2"), std::string::npos) << err();
   ASSERT_NE(run("compare --topo a100x2 --with nccl,taccl-like --db '" + db_ + "'"), 0);
   EXPECT_NE(err().find("'taccl-like' is neither ours, a baseline"), std::string::npos) << err();
-  ASSERT_NE(run("compare --topo a100x2 --with nccl --plot p.png --db '" + db_ + "'"), 0);
+  ASSERT_NE(run("compare --topo a100x2 --with nccl --plot p.pdf --db '" + db_ + "'"), 0);
   EXPECT_NE(err().find("--plot"), std::string::npos) << err();
+}
+
+// The plot as PNG, with a synthesizer among the contenders: its solver report in the table.
+TEST_F(Compare, WritesAPngPlotAndASynthesizersSolverReport) {
+  const std::string png = (dir_ / "p.png").string();
+  std::string out;
+  ASSERT_EQ(run("compare --topo dgx1 --sizes 1K,1M,1G --with nccl,forestcoll --no-store --plot '" +
+                    png + "'",
+                &out),
+            0)
+      << err();
+  EXPECT_NE(out.find("CLP"), std::string::npos) << out;
+  const std::string bytes = slurp(png);
+  ASSERT_GT(bytes.size(), 24u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  auto be32 = [&](std::size_t at) {
+    return (std::uint32_t{static_cast<unsigned char>(bytes[at])} << 24) |
+           (std::uint32_t{static_cast<unsigned char>(bytes[at + 1])} << 16) |
+           (std::uint32_t{static_cast<unsigned char>(bytes[at + 2])} << 8) |
+           std::uint32_t{static_cast<unsigned char>(bytes[at + 3])};
+  };
+  EXPECT_EQ(be32(16), 1720u);  // the SVG's 860 x 520 at two pixels per SVG pixel
+  EXPECT_EQ(be32(20), 1040u);
 }
 
 }  // namespace

@@ -76,4 +76,8 @@ std::string comparison_csv(const Comparison& comparison);
 /// Bus bandwidth against size (log axis), one labelled line per contender, the bound dashed.
 std::string bandwidth_plot_svg(const Comparison& comparison);
 
+/// An SVG picture as PNG bytes, `scale` pixels per SVG pixel (librsvg + cairo). Throws
+/// InputError when the SVG cannot be read or rendered.
+std::string svg_to_png(const std::string& svg, double scale = 2.0);
+
 }  // namespace optiflow::explore
