@@ -88,6 +88,7 @@ void run_compare(CompareArgs& args) {
   args.options.model = parse_model(args.model);
   args.options.with = split_list(args.with);
   args.options.store = !args.no_store;
+  args.options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   if (!args.plot.empty() && !args.plot.ends_with(".svg") && !args.plot.ends_with(".png"))
     throw support::InputError(support::SourceLocation{"command line", 0, 0, "--plot"},
                               "the plot is written as SVG or PNG: give a file name ending in "
@@ -130,6 +131,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_flag("--csv", args->csv, "print the comparison as CSV");
   cmd->add_option("--plot", args->plot, "write busbw against size to OUT.svg or OUT.png");
   cmd->add_flag("--no-store", args->no_store, "do not record the comparison in the database");
+  cmd->add_option("--time-limit", args->options.synthesis_time_limit_s,
+                  "synthesizers (taccl, teccl, forestcoll): seconds per solver call")
+      ->capture_default_str();
   cmd->callback([args] { run_compare(*args); });
 }
 

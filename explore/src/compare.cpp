@@ -103,8 +103,11 @@ Contender baseline(const std::string& name, const topology::Topology& topo,
   sim::SimOptions sim_options;
   sim_options.model = options.model;
   const auto start = Clock::now();
-  const baselines::BaselineRun run =
-      baselines::run_baseline(name, topo, options.collective, options.sizes, sim_options);
+  baselines::SynthesisOptions synthesis;
+  synthesis.time_limit_s = options.synthesis_time_limit_s;
+  synthesis.progress = options.progress;
+  const baselines::BaselineRun run = baselines::run_baseline(name, topo, options.collective,
+                                                             options.sizes, sim_options, synthesis);
   Contender c;
   c.name = name;
   c.synthesis_s = seconds_since(start);

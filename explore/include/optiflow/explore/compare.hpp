@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ struct CompareOptions {
   sim::Model model = sim::Model::alpha_beta;
   std::string db_path = "optiflow.db";
   bool store = true;  ///< record the comparison in the database
+  /// The synthesizers' (taccl, teccl, forestcoll) limit per solver call, in seconds.
+  double synthesis_time_limit_s = 600;
+  /// Called with the synthesizers' progress lines (nullptr: quiet).
+  std::function<void(const std::string&)> progress;
 };
 
 struct ContenderPoint {
