@@ -27,11 +27,12 @@ cat >"$work/one.json" <<'JSON'
   "links": [] }
 JSON
 cat >"$work/one-allgather.json" <<'JSON'
-{"name": "one-allgather", "collective": "allgather", "ranks": 1, "chunks": 2,
- "protocol": "Simple", "inplace": false, "topology": "",
- "programs": [ {"input_chunks": 2, "output_chunks": 2, "scratch_chunks": 0, "tbs": [
-   {"send_peer": -1, "recv_peer": -1, "channel": 0, "steps": [
-     {"type": "cpy", "src": "i", "src_off": 0, "dst": "o", "dst_off": 0, "count": 2, "deps": []}
+{"format": "optiflow-schedule", "version": 1, "name": "one-allgather",
+ "collective": "allgather", "ranks": 1, "chunks": 2, "protocol": "Simple", "inplace": false,
+ "topology": "",
+ "programs": [ {"rank": 0, "input_chunks": 2, "output_chunks": 2, "scratch_chunks": 0, "tbs": [
+   {"send": -1, "recv": -1, "channel": 0, "steps": [
+     {"type": "cpy", "src": "i", "src_off": 0, "dst": "o", "dst_off": 0, "count": 2}
    ]} ]} ]}
 JSON
 "$bin" run "$work/one-allgather.json" --topo "$work/one.json" --backend nccl --np 1 \

@@ -103,6 +103,7 @@ std::size_t RankExecutor::bytes_of(const Step& step) const {
 void RankExecutor::start() {
   std::ranges::fill(done_, 0);
   blocks_left_ = 0;
+  steps_completed_ = 0;
   for (BlockState& block : blocks_) {
     const schedule::FlatBlock& flat_block = flat_.blocks()[block.id];
     block.current = flat_block.first;
@@ -146,6 +147,7 @@ bool RankExecutor::ready(BlockState& block) {
 
 void RankExecutor::finish_step(BlockState& block) {
   done_[block.current - first_step_] = 1;
+  ++steps_completed_;
   ++block.current;
   block.phase = Phase::waiting;
   if (block.current == flat_.blocks()[block.id].end) --blocks_left_;

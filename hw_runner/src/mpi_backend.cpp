@@ -1,8 +1,10 @@
 #include "optiflow/hw_runner/mpi_backend.hpp"
 
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -60,6 +62,12 @@ class MpiTransport final : public Transport {
   std::vector<Handle> free_;
 };
 
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
 class MpiJob {
  public:
   MpiJob(const schedule::Schedule& schedule, const RunOptions& options)
@@ -81,6 +89,7 @@ class MpiJob {
                              " processes (mpirun -np " + std::to_string(schedule_.ranks) + ")",
                          2);
     const JobInfo job = detail::describe_job(session_, "mpi");
+    oversubscribed_ = find_oversubscription();
     if (session_.rank() == 0 && reporter.on_start) reporter.on_start(job);
     bool any_wrong = false;
     for (std::uint64_t requested : options_.sizes) {
@@ -172,14 +181,40 @@ class MpiJob {
     watchdog_.arm(what, options_.timeout_s + 5);
     const double deadline = MPI_Wtime() + options_.timeout_s;
     executor.start();
+    std::size_t idle_polls = 0, completed = 0;
     for (std::uint32_t polls = 1; !executor.progress(); ++polls) {
       if (polls % 64 == 0 && MPI_Wtime() > deadline)
-        session_.abort_job("timed out after " + std::to_string(options_.timeout_s) + " s in " +
-                               what + ":\n" + executor.waiting_on(),
+        session_.abort_job("timed out after " + seconds_text(options_.timeout_s) + " s in " + what +
+                               ":\n" + executor.waiting_on(),
                            kTimedOut);
-      sched_yield();  // ranks may outnumber cores (mpirun --oversubscribe)
+      idle_polls = executor.steps_completed() == completed ? idle_polls + 1 : 0;
+      completed = executor.steps_completed();
+      wait_idle(idle_polls);
     }
     watchdog_.disarm();
+  }
+
+  // Spinning is fastest while every rank has a core; with more ranks than cores (mpirun
+  // --oversubscribe) a rank that waits must give its core to the rank it waits for.
+  void wait_idle(std::size_t idle_polls) const {
+    if (!oversubscribed_ || idle_polls < 8) {
+      sched_yield();
+      return;
+    }
+    const timespec pause_for{0, 20'000};  // 20 us
+    nanosleep(&pause_for, nullptr);
+  }
+
+  bool find_oversubscription() {
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, session_.rank(),
+                                  MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type");
+    int local_ranks = 1;
+    MPI_Comm_size(node, &local_ranks);
+    MPI_Comm_free(&node);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 && local_ranks > cores;
   }
 
   void barrier(const std::string& what) {
@@ -212,6 +247,7 @@ class MpiJob {
   Watchdog watchdog_;
   MpiTransport transport_;
   bool hung_ = false;
+  bool oversubscribed_ = false;
 };
 
 }  // namespace

@@ -169,6 +169,51 @@ TEST_F(MpiRunTest, CrashedRankIsReportedWithItsRank) {
   EXPECT_NE(err().find("the job failed"), std::string::npos) << err();
 }
 
+// The one-rank schedule and topology of scripts/gpu-smoke.sh: a local copy, one GPU.
+void write_one_rank_files(const fs::path& dir) {
+  std::ofstream(dir / "one.json")
+      << R"({"name": "one", "nodes": [{"id": "g0", "kind": "gpu", "rank": 0, "host": 0,
+            "local": 0}], "links": []})";
+  std::ofstream(dir / "one-allgather.json")
+      << R"({"format": "optiflow-schedule", "version": 1, "name": "one-allgather",
+            "collective": "allgather", "ranks": 1, "chunks": 2, "protocol": "Simple",
+            "inplace": false, "topology": "",
+            "programs": [{"rank": 0, "input_chunks": 2, "output_chunks": 2, "scratch_chunks": 0,
+              "tbs": [{"send": -1, "recv": -1, "channel": 0, "steps": [
+                {"type": "cpy", "src": "i", "src_off": 0, "dst": "o", "dst_off": 0,
+                 "count": 2}]}]}]})";
+}
+
+TEST_F(MpiRunTest, OneRankScheduleOfTheGpuSmokeTestRunsOnMpi) {
+  write_one_rank_files(dir_);
+  std::string out;
+  ASSERT_EQ(run_optiflow(dir_,
+                         "run " + path("one-allgather.json") + " --topo " + path("one.json") +
+                             " --np 1 --no-store" + kQuick,
+                         &out),
+            0)
+      << out << err();
+  EXPECT_NE(out.find("on 1 ranks"), std::string::npos) << out;
+}
+
+TEST_F(MpiRunTest, NcclBackendRunsOrSkipsCleanlyWithoutAGpu) {
+  write_one_rank_files(dir_);
+  std::string out;
+  const int status =
+      run_optiflow(dir_,
+                   "run " + path("one-allgather.json") + " --topo " + path("one.json") +
+                       " --backend nccl --np 1 --no-store" + kQuick,
+                   &out);
+  if (err().find("built without CUDA and NCCL") != std::string::npos)
+    GTEST_SKIP() << "this build has no NCCL backend";
+  if (status == 77) {
+    EXPECT_NE(err().find("skipped: no GPU"), std::string::npos) << err();
+    GTEST_SKIP() << "no GPU here: " << err().substr(0, err().find('\n'));
+  }
+  ASSERT_EQ(status, 0) << out << err();
+  EXPECT_NE(out.find("ncclAllGather"), std::string::npos) << out;
+}
+
 TEST_F(MpiRunTest, WrongRankCountIsRefusedBeforeLaunching) {
   EXPECT_NE(run_optiflow(dir_, "run " + program("ring.ofl") + " --topo ring8 --np 4 --no-store"),
             0);

@@ -34,6 +34,8 @@ class RankExecutor {
   /// this rank has completed (and the execution begun by start() is over).
   bool progress();
   bool finished() const { return blocks_left_ == 0; }
+  /// Steps completed since start(): a caller can tell a poll that moved from one that did not.
+  std::size_t steps_completed() const { return steps_completed_; }
 
   /// What the unfinished blocks wait for, one per line, e.g. "tb 1 step 3 (r) waits for
   /// message 2 from rank 5 on channel 0" (at most `max_lines`).
@@ -78,6 +80,7 @@ class RankExecutor {
   std::vector<BlockState> blocks_;
   std::vector<ReceiveQueue> queues_;
   std::size_t blocks_left_ = 0;
+  std::size_t steps_completed_ = 0;
 };
 
 }  // namespace optiflow::hw_runner
