@@ -214,6 +214,22 @@ TEST_F(MpiRunTest, NcclBackendRunsOrSkipsCleanlyWithoutAGpu) {
   EXPECT_NE(out.find("ncclAllGather"), std::string::npos) << out;
 }
 
+TEST_F(MpiRunTest, CalibrationFitsEveryPairAndReportsTheSimulatorsErrorBeforeAndAfter) {
+  std::string out;
+  ASSERT_EQ(run_optiflow(dir_,
+                         "calibrate --backend mpi --np 2 --sizes 1K,64K --iters 3 " +
+                             std::string("--check-sizes 4K -o ") + path("cal.json"),
+                         &out),
+            0)
+      << out << err();
+  EXPECT_NE(out.find("0<->1"), std::string::npos) << out;
+  EXPECT_NE(out.find("|error| before: median"), std::string::npos) << out;
+  EXPECT_NE(out.find("; after: median"), std::string::npos) << out;
+  const auto topo = nlohmann::json::parse(slurp(dir_ / "cal.json"));
+  EXPECT_EQ(topo.at("links").size(), 2u);  // 0->1 and 1->0
+  EXPECT_GT(topo.at("links").at(0).at("bw_GBps").get<double>(), 0);
+}
+
 TEST_F(MpiRunTest, WrongRankCountIsRefusedBeforeLaunching) {
   EXPECT_NE(run_optiflow(dir_, "run " + program("ring.ofl") + " --topo ring8 --np 4 --no-store"),
             0);

@@ -1,6 +1,7 @@
 // MSCCL++ execution-plan export: the structure its executor reads, and the round trip through
 // the importer for compiled and baseline schedules of every collective.
 #include "optiflow/schedule/mscclpp_plan.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,8 +24,10 @@ Schedule compiled(const std::string& program, const std::string& topology_name,
   return compiler::compile_program(program, "test.ofl", topo, options).schedule;
 }
 
-// What the plan does not carry: routes, the protocol per size, and fields a step kind ignores.
+// What the plan does not carry: the topology's name, routes, the protocol per size, and fields
+// a step kind ignores.
 Schedule structural(Schedule s) {
+  s.topology.clear();
   s.protocol_by_size.clear();
   for (RankProgram& program : s.programs)
     for (ThreadBlock& tb : program.tbs)
@@ -46,7 +49,7 @@ Schedule structural(Schedule s) {
 void expect_round_trip(const Schedule& s) {
   const std::string plan = write_mscclpp_plan(s);
   const Schedule back = parse_mscclpp_plan(plan, "plan.json");
-  EXPECT_EQ(structural(back), structural(s)) << s.name;
+  EXPECT_EQ(write_schedule_json(structural(back)), write_schedule_json(structural(s))) << s.name;
   EXPECT_EQ(write_mscclpp_plan(back), plan) << "the export is not deterministic";
 }
 

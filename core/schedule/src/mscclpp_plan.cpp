@@ -91,8 +91,11 @@ class BlockWriter {
     const ThreadBlock& tb = flat_.schedule()
                                 .programs[static_cast<std::size_t>(block_.rank)]
                                 .tbs[static_cast<std::size_t>(block_.index)];
-    Json ops = Json::array();
-    for (StepId id = block_.first; id < block_.end; ++id) add_step(ops, id);
+    Json ops = Json::array(), step_starts = Json::array();
+    for (StepId id = block_.first; id < block_.end; ++id) {
+      step_starts.push_back(ops.size());
+      add_step(ops, id);
+    }
     Json channel_ids = Json::array(), buffer_ids = Json::array();
     for (int channel : channels_) channel_ids.push_back(channel);
     for (int buffer : buffers_) buffer_ids.push_back(buffer);
@@ -101,7 +104,8 @@ class BlockWriter {
                 {"channels", {{{"channel_type", "memory"}, {"channel_ids", channel_ids}}}},
                 {"remote_buffer_refs",
                  {{{"access_channel_type", "memory"}, {"remote_buffer_ids", buffer_ids}}}},
-                {"channel", tb.channel}};
+                {"channel", tb.channel},
+                {"step_starts", step_starts}};
   }
 
  private:
@@ -332,12 +336,20 @@ class PlanReader {
           static_cast<std::size_t>(channels.at(op.at("channel_ids").at(0).get<std::size_t>())));
     };
     const Plain& ops = json_tb.at("ops");
+    // Where each step's ops begin: "wait, put, signal" is one rcs or an r and an s.
+    std::vector<std::size_t> starts;
+    for (const Plain& start : json_tb.value("step_starts", Plain::array()))
+      starts.push_back(start.get<std::size_t>());
+    starts.push_back(ops.size());
     std::vector<int> acquire;
+    std::size_t next_start = 1;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Plain& op = ops[i];
       const std::string name = op.at("name").get<std::string>();
+      while (next_start < starts.size() && starts[next_start] <= i) ++next_start;
+      const std::size_t limit = next_start < starts.size() ? starts[next_start] : ops.size();
       const auto next_is = [&](const char* what) {
-        return i + 1 < ops.size() && ops[i + 1].at("name") == what;
+        return i + 1 < limit && ops[i + 1].at("name") == what;
       };
       if (name == "sem_acquire") {
         for (const Plain& id : op.at("semaphore_ids")) acquire.push_back(id.get<int>());
