@@ -14,6 +14,8 @@ void add_explore_command(CLI::App& app);
 void add_history_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_import_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 
 /// A program on one line (`a; b; split { ... }`), for tables.
 std::string one_line(const std::string& program);

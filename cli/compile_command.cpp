@@ -8,6 +8,7 @@
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/dsl/parser.hpp"
 #include "optiflow/schedule/msccl_xml.hpp"
+#include "optiflow/schedule/mscclpp_plan.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/schedule/verifier.hpp"
 #include "optiflow/support/error.hpp"
@@ -19,6 +20,7 @@ namespace {
 
 struct CompileArgs {
   std::string program, topology, collective = "allgather", output, msccl_xml, ref_size = "1G";
+  std::string mscclpp_plan;
   bool passes = false;
 };
 
@@ -40,6 +42,8 @@ void run_compile(const CompileArgs& args) {
                              pass.transfers);
   if (!args.output.empty()) write_text_file(args.output, schedule::write_schedule_json(s));
   if (!args.msccl_xml.empty()) write_text_file(args.msccl_xml, schedule::write_msccl_xml(s));
+  if (!args.mscclpp_plan.empty())
+    write_text_file(args.mscclpp_plan, schedule::write_mscclpp_plan(s));
 }
 
 void add_compile(CLI::App& app) {
@@ -51,6 +55,8 @@ void add_compile(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-o,--output", args->output, "write the schedule JSON here");
   cmd->add_option("--msccl-xml", args->msccl_xml, "write MSCCL XML here");
+  cmd->add_option("--mscclpp-json,--mscclpp-plan", args->mscclpp_plan,
+                  "write the MSCCL++ execution plan JSON here");
   cmd->add_option("--ref-size", args->ref_size, "buffer size the scheduler orders transfers for")
       ->capture_default_str();
   cmd->add_flag("--passes", args->passes, "print each pass's time and transfer count");

@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   optiflow::cli::add_compare_command(app);
   optiflow::cli::add_history_command(app);
   optiflow::cli::add_import_command(app);
+  optiflow::cli::add_run_command(app);
+  optiflow::cli::add_calibrate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,274 @@
+// `optiflow calibrate --backend mpi --np N -o T.json`: measures point-to-point latency and
+// bandwidth between every pair of ranks, fits alpha/beta per pair, writes the calibrated
+// topology, and reports the simulator's error on compiled schedules run for real, with the
+// uncalibrated topology (before) and the calibrated one (after).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <sstream>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
+#include "optiflow/compiler/compiler.hpp"
+#include "optiflow/hw_runner/calibrate.hpp"
+#include "optiflow/hw_runner/launch.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/support/error.hpp"
+#include "optiflow/support/sizes.hpp"
+#include "optiflow/topology/generators.hpp"
+#include "optiflow/topology/topology_io.hpp"
+
+namespace optiflow::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CalibrateArgs {
+  std::string backend = "mpi", output = "calibrated.json", sizes = "1K:1M";
+  std::string check_sizes = "4K,64K,512K", samples_out;
+  int np = 4, iters = 20;
+  bool no_check = false;
+};
+
+using PairKey = std::pair<std::int32_t, std::int32_t>;
+
+std::vector<hw_runner::PairSample> read_samples(const std::string& path) {
+  std::istringstream in(read_text_file(path));
+  std::vector<hw_runner::PairSample> samples;
+  hw_runner::PairSample s;
+  while (in >> s.src >> s.dst >> s.bytes >> s.time_us) samples.push_back(s);
+  return samples;
+}
+
+topology::Topology calibrated_topology(int ranks,
+                                       const std::map<PairKey, hw_runner::LinkFit>& fits) {
+  topology::Topology topo("calibrated-mpi" + std::to_string(ranks));
+  for (int r = 0; r < ranks; ++r)
+    topo.add_node(topology::Node{"g" + std::to_string(r), topology::NodeKind::gpu, r, 0, r});
+  for (const auto& [pair, fit] : fits)
+    topo.add_link(static_cast<topology::NodeId>(pair.first),
+                  static_cast<topology::NodeId>(pair.second),
+                  topology::LinkSpec{topology::LinkKind::other, fit.bw_GBps, fit.alpha_us});
+  return topo;
+}
+
+// The schedule without routes, so that it can be simulated on any topology of its ranks.
+schedule::Schedule unrouted(schedule::Schedule s) {
+  s.topology.clear();
+  for (auto& program : s.programs)
+    for (auto& tb : program.tbs)
+      for (auto& step : tb.steps) step.route.clear();
+  return s;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::ranges::sort(values);
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// One size of one schedule, measured and simulated.
+struct CheckRow {
+  std::string program;
+  std::uint64_t size_bytes = 0;
+  double measured_us = 0, before_us = 0, base_us = 0, per_overhead_us = 0;
+};
+
+// Least squares of measured = base + overhead * per_overhead over the rows (overhead >= 0):
+// the simulator's time is linear in the per-step overhead.
+double fit_overhead(const std::vector<CheckRow>& rows, const std::string& leave_out) {
+  double num = 0, den = 0;
+  for (const CheckRow& row : rows) {
+    if (row.program == leave_out) continue;
+    num += row.per_overhead_us * (row.measured_us - row.base_us);
+    den += row.per_overhead_us * row.per_overhead_us;
+  }
+  return den > 0 ? std::max(0.0, num / den) : 0.0;
+}
+
+std::vector<double> sim_times(const topology::Topology& topo, const schedule::Schedule& s,
+                              std::span<const std::uint64_t> sizes) {
+  std::vector<double> times;
+  for (const auto& result : sim::Simulator(topo, s).sweep(sizes)) times.push_back(result.time_us);
+  return times;
+}
+
+// Each program compiled for the calibrated topology and run for real; the alpha-beta simulator
+// predicts it with the uncalibrated fullmesh<N> (before) and with the calibrated links plus a
+// per-step overhead fitted on the other programs' runs (after: leave one schedule out, so no
+// schedule is predicted with a figure fitted on itself). Returns the overhead fitted on all.
+double check_simulator(const CalibrateArgs& args, topology::Topology after, const fs::path& work) {
+  const topology::Topology before = topology::make_fullmesh(args.np);
+  std::vector<std::string> programs{"ring over all", "direct over all"};
+  if ((args.np & (args.np - 1)) == 0) programs.push_back("rd over all");
+  const auto sizes = support::parse_sizes(args.check_sizes, "--check-sizes");
+  std::vector<CheckRow> rows;
+  std::map<std::string, schedule::Schedule> schedules;
+  after.set_op_overhead_us(0);
+  topology::Topology unit_overhead = after;
+  unit_overhead.set_op_overhead_us(1);
+  for (const std::string& program : programs) {
+    const schedule::Schedule compiled =
+        compiler::compile_program(program, "calibrate", after, {}).schedule;
+    const fs::path schedule_path = work / "schedule.json", results_path = work / "results.json";
+    write_text_file(schedule_path.string(), schedule::write_schedule_json(compiled));
+    std::cerr << "calibrate: running '" << program << "'...\n";
+    std::vector<std::string> command{hw_runner::own_command_line().front(),
+                                     "run",
+                                     schedule_path.string(),
+                                     "--topo",
+                                     (work / "topology.json").string(),
+                                     "--no-store",
+                                     "--no-native",
+                                     "--sizes",
+                                     args.check_sizes,
+                                     "--iters",
+                                     std::to_string(args.iters),
+                                     "--results-json",
+                                     results_path.string()};
+    hw_runner::LaunchOptions launch;
+    launch.np = args.np;
+    launch.job_timeout_s = 600;
+    if (hw_runner::launch(launch, command) != 0)
+      throw std::runtime_error("running '" + program + "' failed");
+    const auto measured = nlohmann::json::parse(read_text_file(results_path.string()));
+    const schedule::Schedule plain = unrouted(compiled);
+    const auto before_us = sim_times(before, plain, sizes);
+    const auto base_us = sim_times(after, plain, sizes);
+    const auto unit_us = sim_times(unit_overhead, plain, sizes);
+    for (std::size_t i = 0; i < measured.size() && i < sizes.size(); ++i)
+      rows.push_back({program, sizes[i], measured[i].at("time_us").get<double>(), before_us[i],
+                      base_us[i], unit_us[i] - base_us[i]});
+  }
+  std::cout << strprintf(
+      "\nsimulator error on %zu schedules, alpha-beta model (before: %s; "
+      "after: the calibrated links and a per-step overhead fitted on the "
+      "other schedules)\n",
+      programs.size(), before.name().c_str());
+  std::cout << strprintf("%-20s %8s %12s %12s %8s %12s %8s %10s\n", "schedule", "size",
+                         "measured_us", "before_us", "error", "after_us", "error", "overhead");
+  std::vector<double> errors_before, errors_after;
+  for (const CheckRow& row : rows) {
+    const double overhead = fit_overhead(rows, row.program);
+    const double after_us = row.base_us + overhead * row.per_overhead_us;
+    const double error_before = (row.before_us - row.measured_us) / row.measured_us;
+    const double error_after = (after_us - row.measured_us) / row.measured_us;
+    errors_before.push_back(std::abs(error_before));
+    errors_after.push_back(std::abs(error_after));
+    std::cout << strprintf("%-20s %8s %12.2f %12.2f %+7.1f%% %12.2f %+7.1f%% %10.2f\n",
+                           row.program.c_str(), support::format_size(row.size_bytes).c_str(),
+                           row.measured_us, row.before_us, 100 * error_before, after_us,
+                           100 * error_after, overhead);
+  }
+  std::cout << strprintf(
+      "|error| before: median %.1f%%, worst %.1f%%; after: median %.1f%%, "
+      "worst %.1f%%\n",
+      100 * median(errors_before), 100 * *std::ranges::max_element(errors_before),
+      100 * median(errors_after), 100 * *std::ranges::max_element(errors_after));
+  return fit_overhead(rows, "");
+}
+
+void calibrate(const CalibrateArgs& args) {
+  if (args.backend != "mpi")
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--backend"},
+                              "calibrate measures with the mpi backend only in this build");
+  hw_runner::CalibrationOptions options;
+  options.sizes = support::parse_sizes(args.sizes);
+  options.iters = args.iters;
+  if (hw_runner::inside_mpi_job()) {
+    const auto samples = hw_runner::run_mpi_calibration(options);
+    if (!args.samples_out.empty() && !samples.empty()) {
+      std::string text;
+      for (const auto& s : samples)
+        text += strprintf("%d %d %llu %.6f\n", s.src, s.dst,
+                          static_cast<unsigned long long>(s.bytes), s.time_us);
+      write_text_file(args.samples_out, text);
+    }
+    return;
+  }
+  if (args.np < 2)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--np"},
+                              "calibration needs at least 2 ranks");
+  const fs::path work =
+      fs::temp_directory_path() / ("optiflow-calibrate-" + std::to_string(getpid()));
+  fs::create_directories(work);
+  const std::string samples_path = (work / "samples.txt").string();
+  std::cerr << "calibrate: ping-pong between " << args.np * (args.np - 1) / 2 << " pairs at "
+            << options.sizes.size() << " sizes...\n";
+  hw_runner::LaunchOptions launch;
+  launch.np = args.np;
+  launch.job_timeout_s = 600;
+  if (hw_runner::launch(launch, {hw_runner::own_command_line().front(), "calibrate", "--np",
+                                 std::to_string(args.np), "--sizes", args.sizes, "--iters",
+                                 std::to_string(args.iters), "--samples-out", samples_path}) != 0)
+    throw std::runtime_error("the calibration job failed");
+  const auto samples = read_samples(samples_path);
+  std::map<PairKey, std::vector<hw_runner::PairSample>> by_pair;
+  for (const auto& s : samples) by_pair[{s.src, s.dst}].push_back(s);
+  const hw_runner::LinkFit pooled = hw_runner::fit_alpha_beta(samples);
+  std::map<PairKey, hw_runner::LinkFit> fits;
+  std::cout << strprintf("point-to-point fit t = alpha + bytes / bw over %zu sizes %s..%s\n",
+                         options.sizes.size(), support::format_size(options.sizes.front()).c_str(),
+                         support::format_size(options.sizes.back()).c_str());
+  std::cout << strprintf("%-10s %10s %10s %10s\n", "pair", "alpha_us", "bw_GB/s", "rms_us");
+  std::cout << strprintf("%-10s %10.2f %10.3f %10.2f\n", "all", pooled.alpha_us, pooled.bw_GBps,
+                         pooled.rms_error_us);
+  for (const auto& [pair, pair_samples] : by_pair) {
+    const hw_runner::LinkFit fit = hw_runner::fit_alpha_beta(pair_samples);
+    fits[pair] = fit;
+    if (pair.first > pair.second) continue;
+    const bool differs = std::abs(fit.bw_GBps - pooled.bw_GBps) > 0.25 * pooled.bw_GBps ||
+                         std::abs(fit.alpha_us - pooled.alpha_us) > 0.25 * pooled.alpha_us;
+    std::cout << strprintf(
+        "%-10s %10.2f %10.3f %10.2f%s\n",
+        (std::to_string(pair.first) + "<->" + std::to_string(pair.second)).c_str(), fit.alpha_us,
+        fit.bw_GBps, fit.rms_error_us, differs ? "  (differs from the pooled fit by > 25%)" : "");
+  }
+  // Through its JSON, so that the topology is exactly what `--topo calibrated.json` loads.
+  const std::string topology_path = (work / "topology.json").string();
+  write_text_file(topology_path, topology::write_topology_json(calibrated_topology(args.np, fits)));
+  topology::Topology topo = topology::load_topology(topology_path);
+  if (!args.no_check) {
+    const double overhead = check_simulator(args, topo, work);
+    topo.set_op_overhead_us(overhead);
+    std::cout << strprintf("per-step overhead fitted on all runs: %.2f us\n", overhead);
+  }
+  write_text_file(args.output, topology::write_topology_json(topo));
+  std::cout << "wrote " << args.output << " (" << topo.name() << ", " << topo.link_count()
+            << " links)\n";
+  fs::remove_all(work);
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "Measure point-to-point alpha/beta, write a calibrated topology, and report "
+      "the simulator's error before and after");
+  auto args = std::make_shared<CalibrateArgs>();
+  cmd->add_option("--backend", args->backend, "mpi")->capture_default_str();
+  cmd->add_option("--np", args->np, "ranks")->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "calibrated topology JSON")->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "ping-pong sizes")->capture_default_str();
+  cmd->add_option("--iters", args->iters, "iterations per measurement")->capture_default_str();
+  cmd->add_option("--check-sizes", args->check_sizes, "sizes of the simulator check")
+      ->capture_default_str();
+  cmd->add_flag("--no-check", args->no_check, "skip the simulator check");
+  cmd->add_option("--samples-out", args->samples_out)->group("");
+  cmd->callback([args] { calibrate(*args); });
+}
+
+}  // namespace optiflow::cli
