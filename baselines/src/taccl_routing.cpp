@@ -7,6 +7,7 @@
 // symmetry equalities are substituted (one column per orbit), which CBC needs and Gurobi's
 // presolve does on its own.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -67,7 +68,9 @@ class RoutingModel {
       options.progress(support::strprintf(
           "taccl: routing MILP: %d chunks, %d links, %d columns (%d binary), %d rows",
           space_.chunks(), links_, report.columns, report.integers, report.rows));
-    MipResult result = mip_.solve(options.time_limit_s, options.gap_limit, options.progress);
+    const std::optional<std::vector<double>> start = heuristic_start();
+    MipResult result = mip_.solve(options.time_limit_s, options.gap_limit, options.progress,
+                                  start ? &*start : nullptr);
     if (result.has_solution) extract(result, routing);
     return result;
   }
@@ -292,6 +295,7 @@ class RoutingModel {
       if (l.src >= logical_.per_node || l.dst >= logical_.per_node) continue;
       Expr any;
       const int at_all = mip_.add_binary(weight);
+      at_all_.emplace_back(at_all, e);
       for (int c = 0; c < space_.chunks(); ++c) {
         if (!used(c, e)) continue;
         mip_.less_equal(x(c, e), Expr::var(at_all));
@@ -299,6 +303,69 @@ class RoutingModel {
       }
       mip_.less_equal(Expr::var(at_all), any);
     }
+  }
+
+  // A first incumbent, as Gurobi's heuristics would find one: each chunk down its cheapest-path
+  // tree over the links the sketch leaves it, every transfer uncontended, the makespan as small
+  // as the rows allow. Dropped where it breaks a row (a relay rule) or a symmetry.
+  std::optional<std::vector<double>> heuristic_start() const {
+    std::vector<double> values(static_cast<std::size_t>(mip_.columns()), 0.0);
+    std::vector<char> set(values.size(), 0);
+    auto assign = [&](std::size_t slot, double v) {
+      const int col = column_of_root_[root_[slot]];
+      if (col < 0) return v == 0;
+      auto& have = values[static_cast<std::size_t>(col)];
+      if (set[static_cast<std::size_t>(col)]) return std::abs(have - v) < 1e-9;
+      set[static_cast<std::size_t>(col)] = 1;
+      have = v;
+      return true;
+    };
+    const auto ranks = static_cast<std::size_t>(logical_.ranks);
+    for (int c = 0; c < space_.chunks(); ++c) {
+      std::vector<double> dist(ranks, Mip::kInf);
+      std::vector<int> via(ranks, -1);
+      std::vector<char> done(ranks, 0);
+      dist[static_cast<std::size_t>(space_.owner(c))] = 0;
+      for (std::size_t round = 0; round < ranks; ++round) {
+        int u = -1;
+        for (std::size_t r = 0; r < ranks; ++r)
+          if (!done[r] && dist[r] < Mip::kInf &&
+              (u < 0 || dist[r] < dist[static_cast<std::size_t>(u)]))
+            u = static_cast<int>(r);
+        if (u < 0) break;
+        done[static_cast<std::size_t>(u)] = 1;
+        for (int e = 0; e < links_; ++e) {
+          const LogicalLink& l = link(e);
+          if (l.src != u || !used(c, e)) continue;
+          const double d = dist[static_cast<std::size_t>(u)] + l.cost;
+          if (d < dist[static_cast<std::size_t>(l.dst)] - 1e-12) {
+            dist[static_cast<std::size_t>(l.dst)] = d;
+            via[static_cast<std::size_t>(l.dst)] = e;
+          }
+        }
+      }
+      for (int r = 0; r < logical_.ranks; ++r) {
+        if (dist[static_cast<std::size_t>(r)] >= Mip::kInf) return std::nullopt;
+        if (!assign(start_slot(c, r), dist[static_cast<std::size_t>(r)])) return std::nullopt;
+      }
+      for (int e = 0; e < links_; ++e)
+        if (!assign(x_slot(c, e), via[static_cast<std::size_t>(link(e).dst)] == e ? 1.0 : 0.0))
+          return std::nullopt;
+    }
+    for (const auto& [column, e] : at_all_) {
+      double any = 0;
+      for (int c = 0; c < space_.chunks(); ++c) {
+        const Expr v = x(c, e);
+        if (!v.terms.empty())
+          any = std::max(any, values[static_cast<std::size_t>(v.terms[0].first)]);
+      }
+      values[static_cast<std::size_t>(column)] = any;
+    }
+    if (max_util_)
+      values[static_cast<std::size_t>(*max_util_)] = mip_.least_value(*max_util_, values);
+    values[static_cast<std::size_t>(time_)] = mip_.least_value(time_, values);
+    if (!mip_.feasible(values)) return std::nullopt;
+    return values;
   }
 
   void extract(const MipResult& result, Routing& routing) const {
@@ -332,6 +399,8 @@ class RoutingModel {
   std::vector<std::size_t> root_;
   std::vector<int> column_of_root_;
   int time_ = -1;
+  std::optional<int> max_util_;
+  std::vector<std::pair<int, int>> at_all_;  // (column, link) of uc-min/uc-max's "used at all"
   Mip mip_;
 };
 

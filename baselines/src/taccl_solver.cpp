@@ -21,7 +21,7 @@ class IncumbentReporter : public CbcEventHandler {
       : progress_(std::move(progress)) {}
   CbcAction event(CbcEvent which) override {
     if ((which == solution || which == heuristicSolution) && progress_ && model_ &&
-        model_->getObjValue() != last_) {
+        model_->getObjValue() != last_ && model_->getObjValue() < 1e300) {
       last_ = model_->getObjValue();
       progress_(support::strprintf("    incumbent %.4g, bound %.4g, %.1f s", model_->getObjValue(),
                                    model_->getBestPossibleObjValue(), model_->getCurrentSeconds()));
@@ -102,8 +102,45 @@ int Mip::integers() const {
   return static_cast<int>(std::count(integer_.begin(), integer_.end(), 1));
 }
 
+double Mip::objective_of(const std::vector<double>& values) const {
+  double total = 0;
+  for (std::size_t c = 0; c < values.size(); ++c) total += objective_[c] * values[c];
+  return total;
+}
+
+bool Mip::feasible(const std::vector<double>& values, double tolerance) const {
+  if (static_cast<int>(values.size()) != columns()) return false;
+  for (std::size_t c = 0; c < values.size(); ++c)
+    if (values[c] < lower_[c] - tolerance || values[c] > upper_[c] + tolerance) return false;
+  for (std::size_t r = 0; r < row_terms_.size(); ++r) {
+    double activity = 0;
+    for (const auto& [column, coef] : row_terms_[r])
+      activity += coef * values[static_cast<std::size_t>(column)];
+    const double scale = tolerance * std::max(1.0, std::abs(activity));
+    if (activity < row_lower_[r] - scale || activity > row_upper_[r] + scale) return false;
+  }
+  return true;
+}
+
+double Mip::least_value(int column, const std::vector<double>& values) const {
+  double least = lower_[static_cast<std::size_t>(column)];
+  for (std::size_t r = 0; r < row_terms_.size(); ++r) {
+    double coef_here = 0, rest = 0;
+    for (const auto& [c, coef] : row_terms_[r]) {
+      if (c == column)
+        coef_here += coef;
+      else
+        rest += coef * values[static_cast<std::size_t>(c)];
+    }
+    if (coef_here < 0 && row_upper_[r] < kInf)
+      least = std::max(least, (rest - row_upper_[r]) / -coef_here);
+  }
+  return least;
+}
+
 MipResult Mip::solve(double time_limit_s, double gap_limit,
-                     const std::function<void(const std::string&)>& progress) const {
+                     const std::function<void(const std::string&)>& progress,
+                     const std::vector<double>* start) const {
   const auto begin = std::chrono::steady_clock::now();
   CoinPackedMatrix matrix(false, 0, 0);
   matrix.setDimensions(0, columns());
@@ -122,7 +159,17 @@ MipResult Mip::solve(double time_limit_s, double gap_limit,
   for (int c = 0; c < columns(); ++c)
     if (integer_[static_cast<std::size_t>(c)]) solver.setInteger(c);
   solver.messageHandler()->setLogLevel(0);
+  const bool use_start = start && feasible(*start);
+  if (use_start)
+    for (int c = 0; c < columns(); ++c) solver.setColName(c, "c" + std::to_string(c));
   CbcModel model(solver);
+  if (use_start) {
+    std::vector<std::pair<std::string, double>> named;
+    for (int c = 0; c < columns(); ++c)
+      named.emplace_back("c" + std::to_string(c), (*start)[static_cast<std::size_t>(c)]);
+    model.setMIPStart(named);
+    if (progress) progress(support::strprintf("    heuristic start %.4g", objective_of(*start)));
+  }
   IncumbentReporter reporter(progress);
   model.passInEventHandler(&reporter);
   CbcSolverUsefulData data;
@@ -141,11 +188,17 @@ MipResult Mip::solve(double time_limit_s, double gap_limit,
   MipResult result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   const double* best = model.bestSolution();
-  result.has_solution = best != nullptr;
+  result.has_solution = best != nullptr || use_start;
   if (result.has_solution) {
-    result.values.assign(best, best + columns());
-    result.objective = model.getObjValue();
-    result.bound = model.getBestPossibleObjValue();
+    if (best) {
+      result.values.assign(best, best + columns());
+      result.objective = model.getObjValue();
+    }
+    if (use_start && (!best || objective_of(*start) < result.objective)) {
+      result.values = *start;
+      result.objective = objective_of(*start);
+    }
+    result.bound = std::min(model.getBestPossibleObjValue(), result.objective);
     const double denominator = std::max(std::abs(result.objective), 1e-9);
     result.gap = std::max(0.0, (result.objective - result.bound) / denominator);
   }
@@ -154,7 +207,7 @@ MipResult Mip::solve(double time_limit_s, double gap_limit,
   } else if (model.isProvenInfeasible()) {
     result.status = "infeasible";
   } else if (result.has_solution) {
-    result.status = "feasible (time limit)";
+    result.status = best ? "feasible (time limit)" : "feasible (time limit; the heuristic start)";
   } else {
     result.status = "no solution (time limit)";
   }

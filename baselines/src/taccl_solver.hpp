@@ -59,13 +59,23 @@ class Mip {
   int rows() const { return static_cast<int>(row_lower_.size()); }
   int integers() const;
 
+  /// Whether `values` (one per column) meets every bound and row within `tolerance`.
+  bool feasible(const std::vector<double>& values, double tolerance = 1e-6) const;
+  /// The least value of `column` that meets every row in which it appears with a negative
+  /// coefficient on the <= side (e.g. a makespan bounding other terms), the others as given.
+  double least_value(int column, const std::vector<double>& values) const;
+
   /// Solves with CBC's default cuts and heuristics; `progress` gets a line per new incumbent.
+  /// A feasible `start` is CBC's first incumbent, and the answer when CBC finds none in time.
   MipResult solve(double time_limit_s, double gap_limit,
-                  const std::function<void(const std::string&)>& progress) const;
+                  const std::function<void(const std::string&)>& progress,
+                  const std::vector<double>* start = nullptr) const;
 
   static constexpr double kInf = 1e30;
 
  private:
+  double objective_of(const std::vector<double>& values) const;
+
   std::vector<double> lower_, upper_, objective_;
   std::vector<char> integer_;
   std::vector<std::vector<std::pair<int, double>>> row_terms_;

@@ -39,7 +39,7 @@ std::string sketch_file(const std::string& name) {
 // A tight limit keeps every solve here to a second or two; the best incumbent is kept.
 SynthesisOptions quick(std::string sketch = {}) {
   SynthesisOptions options;
-  options.time_limit_s = 2;
+  options.time_limit_s = 1;
   options.taccl_sketch = std::move(sketch);
   return options;
 }

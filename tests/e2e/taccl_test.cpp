@@ -38,7 +38,7 @@ TEST_F(TacclCli, SynthesizesFromTacclsFilesAndReportsItsSolver) {
   const int code =
       run("baseline taccl --taccl-topo '" + (taccl / "topo" / "topo-ndv2-1MB.json").string() +
               "' --sketch '" + (taccl / "sketch" / "sk1-ndv2-n1.json").string() +
-              "' --sizes 1K,1M --time-limit 2 --json -o '" + schedule.string() + "'",
+              "' --sizes 1K,1M --time-limit 1 --json -o '" + schedule.string() + "'",
           &out);
   ASSERT_EQ(code, 0) << err();
   const auto doc = nlohmann::json::parse(out);
