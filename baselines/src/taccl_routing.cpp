@@ -305,67 +305,118 @@ class RoutingModel {
     }
   }
 
-  // A first incumbent, as Gurobi's heuristics would find one: each chunk down its cheapest-path
-  // tree over the links the sketch leaves it, every transfer uncontended, the makespan as small
-  // as the rows allow. Dropped where it breaks a row (a relay rule) or a symmetry.
-  std::optional<std::vector<double>> heuristic_start() const {
-    std::vector<double> values(static_cast<std::size_t>(mip_.columns()), 0.0);
-    std::vector<char> set(values.size(), 0);
-    auto assign = [&](std::size_t slot, double v) {
-      const int col = column_of_root_[root_[slot]];
-      if (col < 0) return v == 0;
-      auto& have = values[static_cast<std::size_t>(col)];
-      if (set[static_cast<std::size_t>(col)]) return std::abs(have - v) < 1e-9;
-      set[static_cast<std::size_t>(col)] = 1;
-      have = v;
-      return true;
-    };
+  // Each chunk's cheapest-path tree over the links the sketch leaves it: via[c][r] = the link
+  // r receives c on. Trees are built for one chunk of each symmetry orbit and carried to the
+  // others by the rotations, so that they agree with the substituted symmetry; nullopt where a
+  // rank is unreachable or a rotation fixes a chunk but not its tree.
+  std::optional<std::vector<std::vector<int>>> symmetric_trees() const {
     const auto ranks = static_cast<std::size_t>(logical_.ranks);
-    for (int c = 0; c < space_.chunks(); ++c) {
-      std::vector<double> dist(ranks, Mip::kInf);
-      std::vector<int> via(ranks, -1);
-      std::vector<char> done(ranks, 0);
-      dist[static_cast<std::size_t>(space_.owner(c))] = 0;
-      for (std::size_t round = 0; round < ranks; ++round) {
-        int u = -1;
-        for (std::size_t r = 0; r < ranks; ++r)
-          if (!done[r] && dist[r] < Mip::kInf &&
-              (u < 0 || dist[r] < dist[static_cast<std::size_t>(u)]))
-            u = static_cast<int>(r);
-        if (u < 0) break;
-        done[static_cast<std::size_t>(u)] = 1;
-        for (int e = 0; e < links_; ++e) {
-          const LogicalLink& l = link(e);
-          if (l.src != u || !used(c, e)) continue;
-          const double d = dist[static_cast<std::size_t>(u)] + l.cost;
-          if (d < dist[static_cast<std::size_t>(l.dst)] - 1e-12) {
-            dist[static_cast<std::size_t>(l.dst)] = d;
-            via[static_cast<std::size_t>(l.dst)] = e;
+    std::vector<std::vector<int>> via(static_cast<std::size_t>(space_.chunks()));
+    for (int first = 0; first < space_.chunks(); ++first) {
+      if (!via[static_cast<std::size_t>(first)].empty()) continue;
+      std::vector<int> tree = cheapest_tree(first);
+      if (tree.empty()) return std::nullopt;
+      std::vector<std::pair<int, std::vector<int>>> queue{{first, std::move(tree)}};
+      via[static_cast<std::size_t>(first)] = queue.front().second;
+      while (!queue.empty()) {
+        auto [c, links] = std::move(queue.back());
+        queue.pop_back();
+        for (const auto& [offset, size] : sketch_.symmetry_offsets) {
+          const int image =
+              sym_rank(space_.owner(c), offset, size) * space_.chunkup + c % space_.chunkup;
+          std::vector<int> moved(ranks, -1);
+          for (std::size_t r = 0; r < ranks; ++r) {
+            if (links[r] < 0) continue;
+            const LogicalLink& l = link(links[r]);
+            const int e =
+                logical_.link(sym_rank(l.src, offset, size), sym_rank(l.dst, offset, size));
+            if (e < 0 || !used(image, e)) return std::nullopt;
+            moved[static_cast<std::size_t>(link(e).dst)] = e;
+          }
+          auto& have = via[static_cast<std::size_t>(image)];
+          if (have.empty()) {
+            have = moved;
+            queue.emplace_back(image, std::move(moved));
+          } else if (have != moved) {
+            return std::nullopt;
           }
         }
       }
-      for (int r = 0; r < logical_.ranks; ++r) {
-        if (dist[static_cast<std::size_t>(r)] >= Mip::kInf) return std::nullopt;
-        if (!assign(start_slot(c, r), dist[static_cast<std::size_t>(r)])) return std::nullopt;
-      }
-      for (int e = 0; e < links_; ++e)
-        if (!assign(x_slot(c, e), via[static_cast<std::size_t>(link(e).dst)] == e ? 1.0 : 0.0))
-          return std::nullopt;
     }
-    for (const auto& [column, e] : at_all_) {
-      double any = 0;
+    return via;
+  }
+
+  std::vector<int> cheapest_tree(int c) const {
+    const auto ranks = static_cast<std::size_t>(logical_.ranks);
+    std::vector<double> dist(ranks, Mip::kInf);
+    std::vector<int> via(ranks, -1);
+    std::vector<char> done(ranks, 0);
+    dist[static_cast<std::size_t>(space_.owner(c))] = 0;
+    for (std::size_t round = 0; round < ranks; ++round) {
+      int u = -1;
+      for (std::size_t r = 0; r < ranks; ++r)
+        if (!done[r] && dist[r] < Mip::kInf &&
+            (u < 0 || dist[r] < dist[static_cast<std::size_t>(u)]))
+          u = static_cast<int>(r);
+      if (u < 0) break;
+      done[static_cast<std::size_t>(u)] = 1;
+      for (int e = 0; e < links_; ++e) {
+        const LogicalLink& l = link(e);
+        if (l.src != u || !used(c, e)) continue;
+        const double d = dist[static_cast<std::size_t>(u)] + l.cost;
+        if (d < dist[static_cast<std::size_t>(l.dst)] - 1e-12) {
+          dist[static_cast<std::size_t>(l.dst)] = d;
+          via[static_cast<std::size_t>(l.dst)] = e;
+        }
+      }
+    }
+    for (std::size_t r = 0; r < ranks; ++r)
+      if (dist[r] >= Mip::kInf) return {};
+    return via;
+  }
+
+  // A first incumbent, as Gurobi's heuristics would find one: the symmetric cheapest-path
+  // trees, timed either uncontended (each rank has a chunk at its path's cost) or, where that
+  // breaks a row (a relay's ordering), one hop per round of the slowest link's time; the
+  // makespan as small as the rows then allow. nullopt where neither meets every row.
+  std::optional<std::vector<double>> heuristic_start() const {
+    const auto trees = symmetric_trees();
+    if (!trees) return std::nullopt;
+    double max_cost = 0;
+    for (const LogicalLink& l : logical_.links) max_cost = std::max(max_cost, l.cost);
+    for (const bool by_rounds : {false, true}) {
+      std::vector<double> values(static_cast<std::size_t>(mip_.columns()), 0.0);
+      auto assign = [&](std::size_t slot, double v) {
+        if (const int col = column_of_root_[root_[slot]]; col >= 0)
+          values[static_cast<std::size_t>(col)] = v;
+      };
       for (int c = 0; c < space_.chunks(); ++c) {
-        const Expr v = x(c, e);
-        if (!v.terms.empty())
-          any = std::max(any, values[static_cast<std::size_t>(v.terms[0].first)]);
+        const auto& via = (*trees)[static_cast<std::size_t>(c)];
+        for (int r = 0; r < logical_.ranks; ++r) {
+          double when = 0;
+          for (int at = r; at != space_.owner(c);) {
+            const int e = via[static_cast<std::size_t>(at)];
+            when += by_rounds ? max_cost : link(e).cost;
+            at = link(e).src;
+          }
+          assign(start_slot(c, r), when);
+        }
+        for (int e = 0; e < links_; ++e)
+          assign(x_slot(c, e), via[static_cast<std::size_t>(link(e).dst)] == e ? 1.0 : 0.0);
       }
-      values[static_cast<std::size_t>(column)] = any;
+      for (const auto& [column, e] : at_all_) {
+        double any = 0;
+        for (int c = 0; c < space_.chunks(); ++c)
+          if (const Expr v = x(c, e); !v.terms.empty())
+            any = std::max(any, values[static_cast<std::size_t>(v.terms[0].first)]);
+        values[static_cast<std::size_t>(column)] = any;
+      }
+      if (max_util_)
+        values[static_cast<std::size_t>(*max_util_)] = mip_.least_value(*max_util_, values);
+      values[static_cast<std::size_t>(time_)] = mip_.least_value(time_, values);
+      if (mip_.feasible(values)) return values;
     }
-    if (max_util_)
-      values[static_cast<std::size_t>(*max_util_)] = mip_.least_value(*max_util_, values);
-    values[static_cast<std::size_t>(time_)] = mip_.least_value(time_, values);
-    if (!mip_.feasible(values)) return std::nullopt;
-    return values;
+    return std::nullopt;
   }
 
   void extract(const MipResult& result, Routing& routing) const {

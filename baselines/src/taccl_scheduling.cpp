@@ -138,8 +138,11 @@ class ScheduleModel {
         mip_.less_equal(start(c, l.src), send(c, e));
         mip_.less_equal(start(c, l.dst), time);
       }
+      // Inside a node nothing goes together: each transfer after the one before it is the
+      // same as after every earlier one.
       for (std::size_t i = 0; i < order.size(); ++i)
-        for (std::size_t j = i + 1; j < order.size(); ++j) {
+        for (std::size_t j = i + 1; j < (l.remote ? order.size() : std::min(order.size(), i + 2));
+             ++j) {
           const int c = order[i], o = order[j];
           const Expr t = together(e, c, o);
           if (t.terms.empty()) {
@@ -156,14 +159,18 @@ class ScheduleModel {
           mip_.less_equal(send(c, e) + latency(c, e), send(o, e) + big_m_ * t);
         }
     }
-    // Transfers on different links of one switch keep the heuristic's order.
+    // Transfers on different links of one switch keep the heuristic's order. A switch inside a
+    // node needs only consecutive pairs: its order agrees with its links' orders, in which
+    // nothing goes together, so the chain implies every pair TACCL writes.
     for (std::size_t h = 0; h < logical_.switches.size(); ++h) {
       const auto& order = ordering_.on_switch[h];
+      const bool chain = !logical_.switches[h].remote;
       for (std::size_t i = 0; i < order.size(); ++i)
-        for (std::size_t j = i + 1; j < order.size(); ++j) {
+        for (std::size_t j = i + 1; j < (chain ? std::min(order.size(), i + 2) : order.size());
+             ++j) {
           const auto [c, e] = order[i];
           const auto [o, f] = order[j];
-          if (e == f) continue;
+          if (e == f && !chain) continue;
           mip_.less_equal(send(c, e) + latency(c, e), send(o, f));
         }
     }

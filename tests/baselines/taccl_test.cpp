@@ -210,6 +210,21 @@ TEST(Taccl, Ndv2OneNodeFromTacclsFiles) {
   EXPECT_LT(run.rows[0].sim.time_us, run.rows[1].sim.time_us);
 }
 
+// With no time for CBC the cheapest-path start is the answer: a schedule that still verifies.
+TEST(Taccl, HeuristicStartAnswersWhenCbcHasNoTime) {
+  REQUIRE_TACCL_FILES();
+  auto taccl = topology::read_taccl_topology(topo_file("topo-ndv2-1MB.json"), 1);
+  SynthesisOptions options = quick(sketch_file("sk1-ndv2-n1.json"));
+  options.taccl_profile = taccl.profile;
+  options.time_limit_s = 0.01;
+  const Synthesized built = taccl_synthesize(taccl.topology, Collective::all_gather, options);
+  EXPECT_TRUE(schedule::verify_schedule(built.schedule, &taccl.topology).ok());
+  EXPECT_NE(built.solver.status.find("routing feasible (time limit"), std::string::npos)
+      << built.solver.status;
+  ASSERT_TRUE(built.solver.gap);
+  EXPECT_GT(*built.solver.gap, 0);
+}
+
 // The relay map {"0": [1]}: a chunk leaves a node only from local GPU 0 and enters the other
 // only at local GPU 1.
 TEST(Taccl, InterNodeSendsOnlyFromRelayGpus) {
