@@ -8,11 +8,13 @@
 #include "format.hpp"
 #include "inputs.hpp"
 #include "optiflow/baselines/baseline.hpp"
+#include "optiflow/baselines/taccl.hpp"
 #include "optiflow/schedule/msccl_xml.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
 #include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/taccl_topology.hpp"
 #include "optiflow/topology/topology_io.hpp"
 
 namespace optiflow::cli {
@@ -20,7 +22,7 @@ namespace {
 
 struct BaselineArgs {
   std::string name, topology, collective = "allgather", sizes = "1K:1G", model = "alpha-beta";
-  std::string output, msccl_xml;
+  std::string output, msccl_xml, taccl_topology;
   bool json = false;
   baselines::SynthesisOptions synthesis;
   std::string teccl_mode = "milp", teccl_epoch = "fastest";
@@ -55,13 +57,29 @@ void print_table(const topology::Topology& topo, const baselines::BaselineRun& r
       << "\ntime_us: simulated; nccl model: the time NCCL's own tuner predicts for its pick\n";
 }
 
+// The topology: a built-in name or our JSON (--topo), or TACCL's topology JSON (--taccl-topo)
+// for as many nodes as the sketch names, whose own costs the taccl baseline then uses.
+topology::Topology load_baseline_topology(const BaselineArgs& args,
+                                          baselines::SynthesisOptions& synthesis) {
+  if (args.topology.empty() == args.taccl_topology.empty())
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--topo"},
+                              "give exactly one of --topo T and --taccl-topo FILE");
+  if (args.taccl_topology.empty()) return topology::load_topology(args.topology);
+  const int nodes = args.synthesis.taccl_sketch.empty()
+                        ? 1
+                        : baselines::read_taccl_sketch(args.synthesis.taccl_sketch).nnodes;
+  topology::TacclTopology taccl = topology::read_taccl_topology(args.taccl_topology, nodes);
+  synthesis.taccl_profile = std::move(taccl.profile);
+  return std::move(taccl.topology);
+}
+
 void run_baseline_command(const BaselineArgs& args) {
-  const topology::Topology topo = topology::load_topology(args.topology);
+  baselines::SynthesisOptions synthesis = args.synthesis;
+  const topology::Topology topo = load_baseline_topology(args, synthesis);
   const support::Collective collective = parse_collective(args.collective);
   sim::SimOptions options;
   options.model = parse_model(args.model);
   const auto sizes = support::parse_sizes(args.sizes);
-  baselines::SynthesisOptions synthesis = args.synthesis;
   synthesis.teccl_mode = parse_teccl_mode(args.teccl_mode);
   if (args.teccl_epoch != "fastest" && args.teccl_epoch != "slowest")
     throw support::InputError(
@@ -106,7 +124,10 @@ void add_baseline_command(CLI::App& app) {
       "simulate it");
   auto args = std::make_shared<BaselineArgs>();
   cmd->add_option("NAME", args->name, baselines::baseline_list())->required();
-  cmd->add_option("--topo", args->topology, "built-in name or topology JSON file")->required();
+  cmd->add_option("--topo", args->topology, "built-in name or topology JSON file");
+  cmd->add_option("--taccl-topo", args->taccl_topology,
+                  "TACCL's topology JSON instead of --topo, for the sketch's number of nodes "
+                  "(taccl then uses its costs)");
   cmd->add_option("--collective", args->collective, "allgather | reducescatter | allreduce")
       ->capture_default_str();
   cmd->add_option("--sizes", args->sizes, "sizes: 1M, 1K:1G, 4K,64M")->capture_default_str();

@@ -10,6 +10,7 @@
 
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/support/collective.hpp"
+#include "optiflow/topology/taccl_topology.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::baselines {
@@ -42,6 +43,9 @@ struct SynthesisOptions {
   std::function<void(const std::string&)> progress;
   /// TACCL's sketch JSON (baseline taccl); empty: a default sketch derived from the topology.
   std::string taccl_sketch;
+  /// TACCL's own link costs (baseline taccl, when the topology was read from TACCL's topology
+  /// JSON): the synthesizer then uses them as TACCL does instead of deriving its own.
+  std::optional<topology::TacclProfile> taccl_profile;
   TecclMode teccl_mode = TecclMode::milp;
   TecclEpoch teccl_epoch = TecclEpoch::fastest;
   /// TE-CCL's chunks per GPU (its `num_chunks`); 0: the synthesizer's default.
@@ -58,5 +62,10 @@ struct Synthesized {
 /// Spanning-tree packing at the cut bound's rate (ForestColl, arXiv 2402.06787).
 Synthesized forestcoll_synthesize(const topology::Topology& topology,
                                   support::Collective collective, const SynthesisOptions& options);
+
+/// TACCL's three stages (Shah et al., NSDI'23): a routing MILP over the communication sketch,
+/// the greedy ordering heuristic and the contiguity/scheduling MILP, on CBC (All-Gather).
+Synthesized taccl_synthesize(const topology::Topology& topology, support::Collective collective,
+                             const SynthesisOptions& options);
 
 }  // namespace optiflow::baselines
