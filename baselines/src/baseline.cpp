@@ -33,8 +33,9 @@ struct Synthesizer {
   Synthesized (*synthesize)(const topology::Topology&, support::Collective,
                             const SynthesisOptions&);
 };
-const std::array<Synthesizer, 1>& synthesizers() {
-  static const std::array<Synthesizer, 1> table{{{"forestcoll", forestcoll_synthesize}}};
+const std::array<Synthesizer, 2>& synthesizers() {
+  static const std::array<Synthesizer, 2> table{
+      {{"forestcoll", forestcoll_synthesize}, {"teccl", teccl_synthesize}}};
   return table;
 }
 

@@ -59,4 +59,9 @@ struct Synthesized {
 Synthesized forestcoll_synthesize(const topology::Topology& topology,
                                   support::Collective collective, const SynthesisOptions& options);
 
+/// TE-CCL's epoch-based multi-commodity-flow All-Gather (SIGCOMM'24): copy at GPUs and
+/// switches, the early-delivery objective, solved as options.teccl_mode says (CBC, CLP).
+Synthesized teccl_synthesize(const topology::Topology& topology, support::Collective collective,
+                             const SynthesisOptions& options);
+
 }  // namespace optiflow::baselines
