@@ -31,7 +31,7 @@ using teccl::Window;
 // TE-CCL solves for one chunk size; our schedules serve every size, so the alphas are weighed
 // at this output buffer (DESIGN.md: schedules are size-independent).
 constexpr double kReferenceBufferBytes = 64.0 * (1 << 20);
-constexpr int kAstarMinEpochs = 4;  // A* round length when the fabric's delays allow
+constexpr int kAstarMinEpochs = 2;  // A* round length when the fabric's delays allow
 constexpr int kDefaultChunks = 1;   // TE-CCL's num_chunks default
 
 std::size_t at(int i) {
@@ -194,8 +194,9 @@ class Synthesis {
     return best;
   }
 
-  // A*: rounds of `length` epochs; arrivals are rewarded up to `lookahead` epochs past a
-  // round, so that a chunk can cross the longest switch path within one.
+  // A*: rounds of `length` epochs; arrivals are rewarded up to `lookahead` epochs (the longest
+  // GPU-to-GPU trip) past a round, and chunks still in a switch path at its end by how close
+  // they are to the GPUs that need them (TE-CCL's buffer_ahead and future flows).
   State astar(Synthesized& result) {
     const int length = std::max(kAstarMinEpochs, fabric_.max_delay + 1);
     int lookahead = 0;
@@ -204,31 +205,39 @@ class Synthesis {
         if (fabric_.reach[u][g] < teccl::kNever)
           lookahead = std::max(lookahead, fabric_.reach[u][g]);
     State state(fabric_);
-    int rounds = 0, optimal = 0;
+    int rounds = 0, optimal = 0, greedy_rounds = 0;
     double worst_gap = 0;
     while (state.missing() > 0) {
-      const int first = rounds * length;
-      const int before = state.missing();
-      const Solved s = teccl::solve_window(
-          state, Window{first, first + length, first + length - 1 + lookahead, Goal::progress},
-          true, options_);
+      const int first = rounds * length, kept = first + length;
+      const Window window{first, kept, kept - 1 + lookahead, Goal::progress};
+      const Solved s = teccl::solve_window(state, window, true, options_);
       ++rounds;
-      for (const teccl::Flow& f : s.flows) state.add(f);
+      std::size_t sent = 0;
+      for (const teccl::Flow& f : s.flows)
+        if (f.epoch < kept) {
+          state.add(f);
+          ++sent;
+        }
       optimal += s.outcome == Solved::Outcome::optimal;
       if (s.found()) worst_gap = std::max(worst_gap, s.gap());
-      say(support::strprintf("A* round %d (epochs %d-%d): %s, %d deliveries to go, %.2f s", rounds,
-                             first, first + length - 1, outcome(s).c_str(), state.missing(),
-                             elapsed()));
-      if (state.missing() == before) {
-        result.notes.push_back(support::strprintf(
-            "A* round %d delivered nothing; the greedy completed the rest", rounds));
-        teccl::round_greedily(state, first + length, {});
-        break;
+      say(support::strprintf(
+          "A* round %d (epochs %d-%d): %s (%d columns), %d deliveries to "
+          "go, %.2f s",
+          rounds, first, kept - 1, outcome(s).c_str(), s.columns, state.missing(), elapsed()));
+      if (sent == 0 && state.missing() > 0) {
+        // No solution within the time limit, or nothing worth sending: the greedy fills the
+        // round so that the rounds still make progress.
+        ++greedy_rounds;
+        teccl::round_greedily(state, first, {}, kept);
       }
     }
     result.notes.push_back(
-        support::strprintf("A*: %d rounds of %d epochs (arrivals counted %d epochs past each)",
+        support::strprintf("A*: %d rounds of %d epochs, arrivals counted %d epochs past each",
                            rounds, length, lookahead));
+    if (greedy_rounds > 0)
+      result.notes.push_back(support::strprintf(
+          "%d round%s without a CBC solution in the time limit filled by the greedy", greedy_rounds,
+          greedy_rounds == 1 ? "" : "s"));
     result.solver.solver = std::string("CBC ") + CBC_VERSION;
     result.solver.status = support::strprintf("%d of %d rounds optimal", optimal, rounds);
     result.solver.gap = worst_gap;

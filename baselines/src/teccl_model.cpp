@@ -278,6 +278,7 @@ class WindowProgram {
         program_.row(terms, -1e30, 0);
       }
     }
+    if (window_.goal == Goal::progress) reward_in_flight(needy, arriving);
     for (topology::NodeId g : needy) {
       const int final_buffer = buffer.at({g, window_.horizon});
       if (window_.goal != Goal::progress) {
@@ -288,6 +289,23 @@ class WindowProgram {
       for (topology::NodeId d : needy)
         if (d != g) worth += 1.0 / (1.0 + fabric_.reach[g][d]);
       program_.add_cost(final_buffer, -kProgressWeight * worth);
+    }
+  }
+
+  // A*: a chunk that reaches a switch after the window, for the next round to forward, is
+  // worth as much as its closeness to the GPUs that need it; once per switch and epoch.
+  void reward_in_flight(
+      const std::vector<topology::NodeId>& needy,
+      const std::map<std::pair<topology::NodeId, int>, std::vector<int>>& arriving) {
+    for (const auto& [key, cols] : arriving) {
+      const auto [node, lands] = key;
+      if (fabric_.is_gpu[node] || lands < window_.end) continue;
+      double worth = 0;
+      for (topology::NodeId d : needy) worth += 1.0 / (1.0 + fabric_.reach[node][d]);
+      const int ahead = program_.column(0, 1, -kProgressWeight * worth);
+      std::vector<std::pair<int, double>> terms{{ahead, 1.0}};
+      for (int col : cols) terms.push_back({col, -1.0});
+      program_.row(terms, -1e30, 0);
     }
   }
 
@@ -361,9 +379,10 @@ Solved solve_integer(WindowProgram& built, const Window& window, const Synthesis
   CbcMain0(model);
   const std::string seconds = support::strprintf("%g", std::max(0.1, options.time_limit_s));
   const std::string ratio = support::strprintf("%g", std::max(0.0, options.gap_limit));
-  std::vector<const char*> args{"teccl", "-log",          "0",      "-slog",       "0",
-                                "-sec",  seconds.c_str(), "-ratio", ratio.c_str(), "-randomC",
-                                "12345"};
+  // Wall-clock seconds (CBC counts CPU time unless told), a fixed seed, one thread.
+  std::vector<const char*> args{"teccl",       "-log",     "0",    "-slog",         "0",
+                                "-timeM",      "elapsed",  "-sec", seconds.c_str(), "-ratio",
+                                ratio.c_str(), "-randomC", "12345"};
   if (window.goal == Goal::feasible_only) {
     args.push_back("-maxSo");
     args.push_back("1");
@@ -373,8 +392,7 @@ Solved solve_integer(WindowProgram& built, const Window& window, const Synthesis
   CbcMain1(static_cast<int>(args.size()), args.data(), model);
   Solved solved;
   const double* best = model.bestSolution();
-  if (best && model.getSolutionCount() + model.getNumberHeuristicSolutions() >= 0 &&
-      model.getMinimizationObjValue() < 1e49) {
+  if (best && model.getMinimizationObjValue() < 1e49) {
     solved = extract(built.flow_columns(), best, 0.5);
     solved.outcome = model.isProvenOptimal() ? Solved::Outcome::optimal : Solved::Outcome::feasible;
     solved.objective = model.getObjValue();

@@ -119,8 +119,9 @@ struct Solved {
 /// of the path has room; a path shares the links that a copy of the same chunk takes at the
 /// same epoch (copy at switches). Candidates go in the order of `guide` (the LP's flow values
 /// summed along the path; 0 where it has none), then the shortest path.
+/// Stops before `stop_epoch` (what was reserved past it stays) if that comes first.
 using Guide = std::map<Flow, double>;
-void round_greedily(State& state, int first_epoch, const Guide& guide);
+void round_greedily(State& state, int first_epoch, const Guide& guide, int stop_epoch = kNever);
 
 /// The GPU-to-GPU transfers that deliver every commodity, traced back from each GPU's arrival
 /// through the switches (flows that deliver nothing are left out), in epoch order.

@@ -42,7 +42,9 @@ void extend(const Fabric& fabric, topology::NodeId node, std::vector<int>& arcs,
   }
 }
 
-// Per GPU rank: its paths to every other GPU, the few fastest per receiver, fastest first.
+// Per GPU rank: its paths to every other GPU, the few fastest per receiver, fastest first;
+// none slower than relaying through GPUs would be (a detour over a spine then only takes
+// link time away from the paths that need it).
 std::vector<std::vector<Path>> all_paths(const Fabric& fabric) {
   std::vector<std::vector<Path>> paths(at(fabric.ranks));
   for (int r = 0; r < fabric.ranks; ++r) {
@@ -59,7 +61,7 @@ std::vector<std::vector<Path>> all_paths(const Fabric& fabric) {
       std::size_t j = i;
       while (j < found.size() && found[j].to == found[i].to) ++j;
       for (std::size_t k = i; k < std::min(j, i + kMaxPathsPerPair); ++k)
-        paths[at(r)].push_back(found[k]);
+        if (found[k].delay <= fabric.reach[from][found[k].to]) paths[at(r)].push_back(found[k]);
       i = j;
     }
   }
@@ -86,9 +88,23 @@ struct Candidate {
   auto key() const { return std::make_tuple(-guided, delay, q, sender, path->to); }
 };
 
+// Whether a GPU that is yet to receive the chunk could pass it on to the candidate's receiver
+// as soon as the candidate would deliver it: then the candidate would spend links (a node's
+// NICs, the scarce ones) on a second copy for nothing.
+bool relayed_as_soon(const State& state, const Candidate& c, int t) {
+  const Fabric& fabric = state.fabric();
+  const topology::NodeId sender = fabric.node_of_rank[at(c.sender)];
+  for (topology::NodeId h : fabric.node_of_rank) {
+    const int arrival = state.arrival(c.q, h);
+    if (h == sender || arrival <= t || arrival == kNever) continue;
+    if (arrival + fabric.reach[h][c.path->to] <= t + c.path->delay) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-void round_greedily(State& state, int first_epoch, const Guide& guide) {
+void round_greedily(State& state, int first_epoch, const Guide& guide, int stop_epoch) {
   const Fabric& fabric = state.fabric();
   const std::vector<std::vector<Path>> paths = all_paths(fabric);
   const int limit_epoch =
@@ -99,7 +115,7 @@ void round_greedily(State& state, int first_epoch, const Guide& guide) {
   const auto has = [&](int q, int a, int t) {
     return std::binary_search(used.begin(), used.end(), std::make_tuple(q, a, t));
   };
-  for (int t = first_epoch; state.missing() > 0; ++t) {
+  for (int t = first_epoch; t < stop_epoch && state.missing() > 0; ++t) {
     if (t > limit_epoch)
       throw support::InputError(support::SourceLocation{"teccl", 0, 0, {}},
                                 "teccl: the rounding found no way to deliver every chunk");
@@ -124,6 +140,7 @@ void round_greedily(State& state, int first_epoch, const Guide& guide) {
               [](const Candidate& a, const Candidate& b) { return a.key() < b.key(); });
     for (const Candidate& c : candidates) {
       if (state.arrival(c.q, c.path->to) != kNever) continue;
+      if (relayed_as_soon(state, c, t)) continue;
       bool room = true;
       int when = t;
       for (int a : c.path->arcs) {
