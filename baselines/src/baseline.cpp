@@ -33,9 +33,10 @@ struct Synthesizer {
   Synthesized (*synthesize)(const topology::Topology&, support::Collective,
                             const SynthesisOptions&);
 };
-const std::array<Synthesizer, 2>& synthesizers() {
-  static const std::array<Synthesizer, 2> table{
-      {{"forestcoll", forestcoll_synthesize}, {"taccl", taccl_synthesize}}};
+const std::array<Synthesizer, 3>& synthesizers() {
+  static const std::array<Synthesizer, 3> table{{{"forestcoll", forestcoll_synthesize},
+                                                 {"taccl", taccl_synthesize},
+                                                 {"teccl", teccl_synthesize}}};
   return table;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "optiflow/schedule/epoch_transfers.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
@@ -340,13 +341,9 @@ std::optional<Flow> parse_flow(std::string_view text) {
   return flow;
 }
 
-/// A GPU-to-GPU transfer of one chunk, as the IR will carry it.
-struct Transfer {
-  int sender = 0, receiver = 0;  ///< ranks
-  int chunk = 0;                 ///< global chunk of the IR
-  int epoch = 0;
+/// A GPU-to-GPU transfer of one chunk, as the IR will carry it, and the flow it came from.
+struct Transfer : EpochTransfer {
   std::size_t flow = 0;  ///< index in "7-Flows"
-  std::vector<topology::LinkId> route;
 };
 
 class FlowReader {
@@ -407,100 +404,6 @@ class FlowReader {
   const TecclInput& in_;
   const BuiltTopology& built_;
 };
-
-/// Per rank, one thread block per peer it sends to and one per peer it receives from, so that
-/// every connection has its own FIFO and a block never waits on an unrelated peer.
-class ProgramBuilder {
- public:
-  ProgramBuilder(Schedule& schedule, int chunks_per_rank)
-      : schedule_(schedule),
-        chunks_per_rank_(chunks_per_rank),
-        tb_of_(static_cast<std::size_t>(schedule.ranks)),
-        held_(static_cast<std::size_t>(schedule.ranks)) {}
-
-  /// Adds the transfer; transfers must come in epoch order. Returns what is wrong, if anything.
-  std::optional<std::string> add(const Transfer& t) {
-    const auto& sender_held = held_[static_cast<std::size_t>(t.sender)];
-    const auto got = sender_held.find(t.chunk);
-    const bool owner = t.chunk / chunks_per_rank_ == t.sender;
-    if (!owner && (got == sender_held.end() || got->second.epoch >= t.epoch))
-      return "rank " + std::to_string(t.sender) + " forwards chunk " + std::to_string(t.chunk) +
-             " in epoch " + std::to_string(t.epoch) + " before it has received it";
-    auto& receiver_held = held_[static_cast<std::size_t>(t.receiver)];
-    if (t.chunk / chunks_per_rank_ == t.receiver || receiver_held.contains(t.chunk))
-      return "rank " + std::to_string(t.receiver) + " receives chunk " + std::to_string(t.chunk) +
-             " it already holds";
-    std::vector<StepRef> deps;
-    if (!owner) deps.push_back(got->second.step);
-    append(t.sender, block(t.sender, t.receiver, true), StepKind::send, t.chunk, std::move(deps),
-           t.route);
-    const StepRef recv =
-        append(t.receiver, block(t.receiver, t.sender, false), StepKind::recv, t.chunk, {}, {});
-    receiver_held[t.chunk] = {t.epoch, recv};
-    return std::nullopt;
-  }
-
-  /// The first (rank, chunk) that never arrives, if any.
-  std::optional<std::pair<int, int>> missing() const {
-    for (int r = 0; r < schedule_.ranks; ++r)
-      for (int c = 0; c < schedule_.chunks; ++c)
-        if (c / chunks_per_rank_ != r && !held_[static_cast<std::size_t>(r)].contains(c))
-          return std::pair{r, c};
-    return std::nullopt;
-  }
-
- private:
-  struct Held {
-    int epoch = 0;
-    StepRef step;
-  };
-
-  std::int32_t block(int rank, int peer, bool sends) {
-    auto& tbs = schedule_.programs[static_cast<std::size_t>(rank)].tbs;
-    const auto [it, fresh] =
-        tb_of_[static_cast<std::size_t>(rank)].try_emplace({peer, sends}, tbs.size());
-    if (fresh) {
-      ThreadBlock tb;
-      (sends ? tb.send_peer : tb.recv_peer) = peer;
-      tbs.push_back(std::move(tb));
-    }
-    return static_cast<std::int32_t>(it->second);
-  }
-
-  StepRef append(int rank, std::int32_t tb, StepKind kind, int chunk, std::vector<StepRef> deps,
-                 const std::vector<topology::LinkId>& route) {
-    Step step;
-    step.kind = kind;
-    step.src_off = chunk;
-    step.dst_off = chunk;
-    step.count = 1;
-    step.deps = std::move(deps);
-    step.route = route;
-    auto& steps =
-        schedule_.programs[static_cast<std::size_t>(rank)].tbs[static_cast<std::size_t>(tb)].steps;
-    steps.push_back(std::move(step));
-    return {tb, static_cast<std::int32_t>(steps.size() - 1)};
-  }
-
-  Schedule& schedule_;
-  int chunks_per_rank_;
-  std::vector<std::map<std::pair<int, bool>, std::size_t>> tb_of_;
-  std::vector<std::map<int, Held>> held_;
-};
-
-Schedule frame(const std::string& name, const BuiltTopology& built, int chunks_per_rank) {
-  Schedule s;
-  s.name = name;
-  s.collective = support::Collective::all_gather;
-  s.ranks = static_cast<std::int32_t>(built.node_of_rank.size());
-  s.chunks = s.ranks * chunks_per_rank;
-  s.protocol = "Simple";
-  s.inplace = true;
-  s.topology = built.topo.name();
-  s.programs.resize(static_cast<std::size_t>(s.ranks));
-  for (auto& program : s.programs) program.output_chunks = s.chunks;
-  return s;
-}
 
 std::string file_stem(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
@@ -566,8 +469,8 @@ TecclImport import_teccl(const std::string& schedule_path, const std::string& in
   std::stable_sort(transfers.begin(), transfers.end(),
                    [](const Transfer& a, const Transfer& b) { return a.epoch < b.epoch; });
 
-  Schedule schedule = frame("teccl-" + file_stem(schedule_path), built, in.num_chunks);
-  ProgramBuilder programs(schedule, in.num_chunks);
+  EpochScheduleBuilder programs("teccl-" + file_stem(schedule_path), built.topo.name(),
+                                static_cast<int>(built.node_of_rank.size()), in.num_chunks);
   for (const Transfer& t : transfers)
     if (const auto problem = programs.add(t))
       reader.fail("7-Flows[" + std::to_string(t.flow) + "]", *problem);
@@ -577,7 +480,7 @@ TecclImport import_teccl(const std::string& schedule_path, const std::string& in
                     std::to_string(built.node_of_rank[static_cast<std::size_t>(lost->first)]) +
                     ") never receives chunk " + std::to_string(lost->second));
   std::vector<std::string> notes = notes_for(in, built, root, transfers);
-  return {std::move(schedule), std::move(built.topo), std::move(notes)};
+  return {programs.take(), std::move(built.topo), std::move(notes)};
 }
 
 }  // namespace optiflow::schedule

@@ -68,4 +68,9 @@ Synthesized forestcoll_synthesize(const topology::Topology& topology,
 Synthesized taccl_synthesize(const topology::Topology& topology, support::Collective collective,
                              const SynthesisOptions& options);
 
+/// TE-CCL's epoch-based multi-commodity-flow All-Gather (SIGCOMM'24): copy at GPUs and
+/// switches, the early-delivery objective, solved as options.teccl_mode says (CBC, CLP).
+Synthesized teccl_synthesize(const topology::Topology& topology, support::Collective collective,
+                             const SynthesisOptions& options);
+
 }  // namespace optiflow::baselines
