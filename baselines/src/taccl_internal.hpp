@@ -56,7 +56,7 @@ LogicalTopology logical_topology(const topology::Topology& topology, const Taccl
                                  const topology::TacclProfile* profile);
 
 /// Whether rotating every group of `size` ranks by `offset` maps the logical topology onto
-/// itself (links to links of equal cost).
+/// itself (every link to a link of equal cost).
 bool symmetric_under(const LogicalTopology& logical, int offset, int size);
 
 inline constexpr double kReferenceBytes = 1 << 20;  ///< derived costs: one chunk of 1 MiB

@@ -293,8 +293,9 @@ LogicalTopology logical_topology(const topology::Topology& topology, const Taccl
 bool symmetric_under(const LogicalTopology& logical, int offset, int size) {
   if (size < 1 || logical.ranks % size != 0) return false;
   auto rotate = [&](int r) { return (r % size + offset) % size + (r / size) * size; };
+  // Every link, also between groups: the routing ties the start times of all ranks, so a chunk
+  // must be able to enter each group where its image does.
   for (const LogicalLink& link : logical.links) {
-    if (link.src / size != link.dst / size) continue;
     const int image = logical.link(rotate(link.src), rotate(link.dst));
     if (image < 0) return false;
     const double cost = logical.links[static_cast<std::size_t>(image)].cost;

@@ -467,6 +467,11 @@ Routing solve_routing(const LogicalTopology& logical, const TacclSketch& sketch,
   routing.report.gap = result.gap;
   routing.report.objective = result.objective;
   routing.report.seconds = result.seconds;
+  if (result.status == "infeasible")
+    throw support::InputError(
+        support::SourceLocation{sketch.source, 0, 0, {}},
+        "taccl: the routing MILP is infeasible: the sketch's rules (relay map, symmetry offsets) "
+        "leave no way to bring every chunk to every GPU");
   if (!result.has_solution)
     throw support::InputError(support::SourceLocation{sketch.source, 0, 0, {}},
                               "taccl: the routing MILP found no solution (" + result.status +

@@ -35,6 +35,8 @@ class IncumbentReporter : public CbcEventHandler {
   double last_ = 0;
 };
 
+constexpr double kPreprocessMinSeconds = 10;  // below it, CBC runs without preprocessing
+
 int no_callback(CbcModel*, int) {
   return 0;
 }
@@ -180,9 +182,12 @@ MipResult Mip::solve(double time_limit_s, double gap_limit,
   const std::string seconds = support::strprintf("%.3f", std::max(time_limit_s, 0.01));
   const std::string ratio = support::strprintf("%.6g", std::max(gap_limit, 0.0));
   // Wall-clock seconds, as the option says (CBC counts CPU seconds unless told otherwise).
-  const char* argv[] = {"optiflow-taccl", "-log",          "0",         "-timeMode",   "elapsed",
-                        "-sec",           seconds.c_str(), "-ratioGap", ratio.c_str(), "-solve",
-                        "-quit"};
+  // CBC 2.10.8 can crash in CglPreProcess::postProcess when its time runs out during the
+  // preprocessing, which a short limit makes likely: short solves go without it.
+  const char* preprocess = time_limit_s < kPreprocessMinSeconds ? "off" : "sos";
+  const char* argv[] = {"optiflow-taccl", "-log",     "0",    "-timeMode",     "elapsed",
+                        "-preprocess",    preprocess, "-sec", seconds.c_str(), "-ratioGap",
+                        ratio.c_str(),    "-solve",   "-quit"};
   CbcMain1(static_cast<int>(std::size(argv)), argv, model, no_callback, data);
 
   MipResult result;
@@ -204,7 +209,7 @@ MipResult Mip::solve(double time_limit_s, double gap_limit,
   }
   if (model.isProvenOptimal() && result.has_solution) {
     result.status = *result.gap > 1e-6 ? "optimal within the gap limit" : "optimal";
-  } else if (model.isProvenInfeasible()) {
+  } else if (model.isProvenInfeasible() && !use_start) {  // a feasible start disproves it
     result.status = "infeasible";
   } else if (result.has_solution) {
     result.status = best ? "feasible (time limit)" : "feasible (time limit; the heuristic start)";

@@ -176,6 +176,10 @@ TEST(TacclSketch, DefaultSketchFollowsTheTopology) {
   EXPECT_EQ(dgx1.intra, TacclIntraStrategy::none);
   // The cube-mesh maps onto itself by swapping its two quads (ranks 0-3 and 4-7), not by +1.
   EXPECT_EQ(dgx1.symmetry_offsets, (std::vector<std::pair<int, int>>{{4, 8}}));
+  // NDv2 leaves its node through local GPU 0 only: swapping the quads would move the relay.
+  const TacclSketch ndv2 = default_taccl_sketch(*topology::make_builtin_topology("ndv2x2"));
+  EXPECT_EQ(ndv2.internode_conn, (std::map<int, std::vector<int>>{{0, {1}}}));
+  EXPECT_EQ(ndv2.symmetry_offsets, (std::vector<std::pair<int, int>>{{8, 16}}));
 }
 
 TEST(Taccl, Dgx1VerifiesAndSimulates) {
