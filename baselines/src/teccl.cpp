@@ -62,15 +62,23 @@ class Synthesis {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
 
-  // No schedule is shorter than the farthest pair or a GPU's in-links' worth of chunks.
+  // No schedule is shorter than the farthest pair, or than the epochs a GPU's in-links need
+  // for its chunks: a link carries (beta + 1) x chunks_per_epoch in each beta + 1 epochs.
   int lower_bound() const {
     int epochs = 1;
+    const double needed = (fabric_.ranks - 1) * chunks_;
     for (int r = 0; r < fabric_.ranks; ++r) {
       const topology::NodeId gpu = fabric_.node_of_rank[at(r)];
-      double in = 0;
-      for (int a : fabric_.in_arcs[gpu]) in += fabric_.arcs[at(a)].chunks_per_epoch;
-      const int needed = (fabric_.ranks - 1) * chunks_;
-      epochs = std::max(epochs, static_cast<int>(std::ceil(needed / in - 1e-9)));
+      const auto carried = [&](int k) {
+        double in = 0;
+        for (int a : fabric_.in_arcs[gpu]) {
+          const teccl::Arc& arc = fabric_.arcs[at(a)];
+          in += std::ceil(static_cast<double>(k) / (arc.beta + 1)) * (arc.beta + 1) *
+                arc.chunks_per_epoch;
+        }
+        return in;
+      };
+      while (carried(epochs) < needed - 1e-9) ++epochs;
       for (int s = 0; s < fabric_.ranks; ++s)
         epochs = std::max(epochs, fabric_.reach[fabric_.node_of_rank[at(s)]][gpu]);
     }
