@@ -25,7 +25,7 @@ struct BaselineArgs {
   std::string output, msccl_xml, taccl_topology;
   bool json = false;
   baselines::SynthesisOptions synthesis;
-  std::string teccl_mode = "milp", teccl_epoch = "fastest";
+  std::string teccl_mode = "auto", teccl_epoch = "auto";
 };
 
 baselines::TecclMode parse_teccl_mode(const std::string& mode) {
@@ -33,7 +33,7 @@ baselines::TecclMode parse_teccl_mode(const std::string& mode) {
   if (mode == "lp") return baselines::TecclMode::lp;
   if (mode == "astar") return baselines::TecclMode::astar;
   throw support::InputError(support::SourceLocation{"command line", 0, 0, "--teccl-mode"},
-                            "unknown TE-CCL mode '" + mode + "' (milp, lp or astar)");
+                            "unknown TE-CCL mode '" + mode + "' (auto, milp, lp or astar)");
 }
 
 void print_table(const topology::Topology& topo, const baselines::BaselineRun& run,
@@ -80,13 +80,14 @@ void run_baseline_command(const BaselineArgs& args) {
   sim::SimOptions options;
   options.model = parse_model(args.model);
   const auto sizes = support::parse_sizes(args.sizes);
-  synthesis.teccl_mode = parse_teccl_mode(args.teccl_mode);
-  if (args.teccl_epoch != "fastest" && args.teccl_epoch != "slowest")
+  if (args.teccl_mode != "auto") synthesis.teccl_mode = parse_teccl_mode(args.teccl_mode);
+  if (args.teccl_epoch != "auto" && args.teccl_epoch != "fastest" && args.teccl_epoch != "slowest")
     throw support::InputError(
         support::SourceLocation{"command line", 0, 0, "--teccl-epoch"},
-        "--teccl-epoch is fastest or slowest, not '" + args.teccl_epoch + "'");
-  synthesis.teccl_epoch = args.teccl_epoch == "fastest" ? baselines::TecclEpoch::fastest
-                                                        : baselines::TecclEpoch::slowest;
+        "--teccl-epoch is auto, fastest or slowest, not '" + args.teccl_epoch + "'");
+  if (args.teccl_epoch != "auto")
+    synthesis.teccl_epoch = args.teccl_epoch == "fastest" ? baselines::TecclEpoch::fastest
+                                                          : baselines::TecclEpoch::slowest;
   synthesis.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   const baselines::BaselineRun run =
       baselines::run_baseline(args.name, topo, collective, sizes, options, synthesis);
@@ -143,10 +144,13 @@ void add_baseline_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--sketch", args->synthesis.taccl_sketch,
                   "taccl: TACCL's communication sketch JSON (default: derived from the topology)");
-  cmd->add_option("--teccl-mode", args->teccl_mode, "teccl: milp | lp | astar")
+  cmd->add_option("--teccl-mode", args->teccl_mode,
+                  "teccl: auto | milp | lp | astar (auto: milp on one host, astar across hosts)")
       ->capture_default_str();
   cmd->add_option("--teccl-epoch", args->teccl_epoch,
-                  "teccl: the link that sets the epoch length, fastest | slowest")
+                  "teccl: the link that sets the epoch length, auto | fastest | slowest (auto: "
+                  "fastest on one "
+                  "host, slowest across hosts)")
       ->capture_default_str();
   cmd->add_option("--teccl-chunks", args->synthesis.teccl_chunks,
                   "teccl: chunks per GPU (0: the synthesizer's default)")

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "optiflow/baselines/synthesis.hpp"
@@ -44,7 +45,7 @@ class Synthesis {
       : topology_(topology),
         options_(options),
         chunks_(options.teccl_chunks > 0 ? options.teccl_chunks : kDefaultChunks),
-        fabric_(teccl::make_fabric(topology, chunks_, options.teccl_epoch,
+        fabric_(teccl::make_fabric(topology, chunks_, *options.teccl_epoch,
                                    kReferenceBufferBytes / (topology.rank_count() * chunks_))) {}
 
   Synthesized run() {
@@ -271,7 +272,7 @@ class Synthesis {
         support::strprintf("%d epochs of one chunk over a %g GB/s link (the %s link), %d "
                            "chunk%s per GPU; %zu transfers",
                            epochs, fabric_.epoch_GBps,
-                           options_.teccl_epoch == TecclEpoch::fastest ? "fastest" : "slowest",
+                           *options_.teccl_epoch == TecclEpoch::fastest ? "fastest" : "slowest",
                            chunks_, chunks_ == 1 ? "" : "s", transfers.size()));
     if (extra > 0)
       result.notes.push_back(support::strprintf(
@@ -302,7 +303,15 @@ Synthesized teccl_synthesize(const topology::Topology& topology, support::Collec
   if (options.teccl_chunks < 0)
     throw support::InputError(support::SourceLocation{"command line", 0, 0, "--teccl-chunks"},
                               "--teccl-chunks must be 0 (the default) or more");
-  return Synthesis(topology, options).run();
+  SynthesisOptions resolved = options;
+  std::set<int> hosts;
+  for (const topology::Node& node : topology.nodes())
+    if (node.kind == topology::NodeKind::gpu) hosts.insert(node.host);
+  const bool one_host = hosts.size() <= 1;
+  if (!resolved.teccl_mode) resolved.teccl_mode = one_host ? TecclMode::milp : TecclMode::astar;
+  if (!resolved.teccl_epoch)
+    resolved.teccl_epoch = one_host ? TecclEpoch::fastest : TecclEpoch::slowest;
+  return Synthesis(topology, resolved).run();
 }
 
 }  // namespace optiflow::baselines

@@ -46,8 +46,10 @@ struct SynthesisOptions {
   /// TACCL's own link costs (baseline taccl, when the topology was read from TACCL's topology
   /// JSON): the synthesizer then uses them as TACCL does instead of deriving its own.
   std::optional<topology::TacclProfile> taccl_profile;
-  TecclMode teccl_mode = TecclMode::milp;
-  TecclEpoch teccl_epoch = TecclEpoch::fastest;
+  /// TE-CCL's mode and epoch link; absent: milp with the fastest link on one host, astar with
+  /// the slowest across hosts (where the full MILP is beyond CBC, docs/baselines.md).
+  std::optional<TecclMode> teccl_mode;
+  std::optional<TecclEpoch> teccl_epoch;
   /// TE-CCL's chunks per GPU (its `num_chunks`); 0: the synthesizer's default.
   int teccl_chunks = 0;
 };
