@@ -2,9 +2,6 @@
 // scheduler uses too). A transfer keeps each link of its route busy for the time that link
 // needs to serialise its bytes, from when the data reaches it, and arrives after the route's
 // latency plus bytes / data rate.
-#include <queue>
-#include <tuple>
-
 #include "network.hpp"
 #include "optiflow/topology/link_cost.hpp"
 
@@ -20,32 +17,24 @@ class AlphaBetaNetwork final : public Network {
 
   void launch(std::int32_t id, double size, const topology::TransferCost& cost,
               double now) override {
-    const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-    const auto booking = links_.book(graph_.route(t), cost, size, now);
+    const auto booking = links_.book(graph_.route(graph_.transfer(id)), cost, size, now);
     started_us[static_cast<std::size_t>(id)] = booking.start_us;
-    arrivals_.push({booking.arrival_us, sequence_++, id});
+    arrivals_.push(booking.arrival_us, id);
   }
 
-  double next_arrival() override {
-    return arrivals_.empty() ? kNever : std::get<0>(arrivals_.top());
-  }
+  double next_arrival() override { return arrivals_.next_time(); }
 
   void take_arrivals(double now, std::vector<std::int32_t>& arrived) override {
-    while (!arrivals_.empty() && std::get<0>(arrivals_.top()) <= now) {
-      arrived.push_back(std::get<2>(arrivals_.top()));
-      arrivals_.pop();
-    }
+    while (arrivals_.next_time() <= now) arrived.push_back(arrivals_.pop());
   }
 
   const std::vector<double>& link_busy_us() const override { return links_.busy_us(); }
   const std::vector<double>& link_bytes() const override { return links_.bytes(); }
 
  private:
-  using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
   const StepGraph& graph_;
   topology::FifoLinks links_;
-  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
-  std::uint64_t sequence_ = 0;
+  EventQueue<std::int32_t> arrivals_;  // transfer ids
 };
 
 }  // namespace

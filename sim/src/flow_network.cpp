@@ -2,8 +2,6 @@
 // filling), recomputed whenever a transfer starts or finishes; a transfer moves its wire bytes
 // (data / the protocol's share) and arrives its latency after its last byte has left.
 #include <algorithm>
-#include <queue>
-#include <tuple>
 
 #include "network.hpp"
 #include "optiflow/support/units.hpp"
@@ -30,8 +28,8 @@ class FlowNetwork final : public Network {
     advance(now);
     started_us[static_cast<std::size_t>(id)] = now;
     const double wire = size * cost.wire_per_byte;
-    active_.push_back(Flow{id, wire, 0, cost.latency_us});
-    for (topology::LinkId l : links_of(id)) {
+    active_.push_back(Flow{id, wire, 0, cost.latency_us, links_of(id)});
+    for (topology::LinkId l : active_.back().links) {
       if (flows_on_[l]++ == 0) loaded_.push_back(l);
       bytes_[l] += wire;
     }
@@ -43,7 +41,7 @@ class FlowNetwork final : public Network {
       share_bandwidth();
       dirty_ = false;
     }
-    double next = latency_.empty() ? kNever : std::get<0>(latency_.top());
+    double next = latency_.next_time();
     for (const Flow& f : active_) next = std::min(next, now_ + f.remaining / f.rate);
     return next;
   }
@@ -54,17 +52,14 @@ class FlowNetwork final : public Network {
         active_.begin(), active_.end(), [](const Flow& f) { return f.remaining > kDrainedBytes; });
     if (drained != active_.end()) {
       for (auto it = drained; it != active_.end(); ++it) {
-        for (topology::LinkId l : links_of(it->id))
+        for (topology::LinkId l : it->links)
           if (--flows_on_[l] == 0) std::erase(loaded_, l);
-        latency_.push({now + it->latency_us, sequence_++, it->id});
+        latency_.push(now + it->latency_us, it->id);
       }
       active_.erase(drained, active_.end());
       dirty_ = true;
     }
-    while (!latency_.empty() && std::get<0>(latency_.top()) <= now) {
-      arrived.push_back(std::get<2>(latency_.top()));
-      latency_.pop();
-    }
+    while (latency_.next_time() <= now) arrived.push_back(latency_.pop());
   }
 
   const std::vector<double>& link_busy_us() const override { return busy_us_; }
@@ -76,12 +71,11 @@ class FlowNetwork final : public Network {
     double remaining;  // wire bytes
     double rate;       // wire bytes per microsecond
     double latency_us;
+    std::span<const topology::LinkId> links;  // its route
   };
 
   std::span<const topology::LinkId> links_of(std::int32_t id) const {
-    const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
-    return {graph_.route_links.data() + t.route_begin,
-            static_cast<std::size_t>(t.route_end - t.route_begin)};
+    return graph_.route(graph_.transfer(id));
   }
 
   void advance(double now) {
@@ -93,7 +87,8 @@ class FlowNetwork final : public Network {
   }
 
   // Progressive filling, by levels: every link whose even split of its remaining capacity is
-  // the smallest fixes all its unfixed flows at that share, in one round.
+  // the smallest fixes all its unfixed flows at that share, in one round. Links whose flows are
+  // all fixed leave the round's scans (`open_`, kept in load order).
   void share_bandwidth() {
     const std::size_t loaded = loaded_.size();
     left_.resize(loaded);
@@ -109,15 +104,16 @@ class FlowNetwork final : public Network {
     members_.resize(static_cast<std::size_t>(member_begin_[loaded]));
     fill_.assign(member_begin_.begin(), member_begin_.end() - 1);
     for (std::size_t f = 0; f < active_.size(); ++f)
-      for (topology::LinkId l : links_of(active_[f].id))
+      for (topology::LinkId l : active_[f].links)
         members_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(slot_[l])]++)] =
             static_cast<std::int32_t>(f);
     fixed_.assign(active_.size(), 0);
+    open_.resize(loaded);
+    for (std::size_t i = 0; i < loaded; ++i) open_[i] = i;
     for (std::size_t remaining = active_.size(); remaining > 0;) {
       double share = kNever;
-      for (std::size_t i = 0; i < loaded; ++i)
-        if (unfixed_[i] > 0) share = std::min(share, left_[i] / unfixed_[i]);
-      for (std::size_t i = 0; i < loaded; ++i) {
+      for (std::size_t i : open_) share = std::min(share, left_[i] / unfixed_[i]);
+      for (std::size_t i : open_) {
         if (unfixed_[i] == 0 || left_[i] / unfixed_[i] > share) continue;
         for (std::int32_t m = member_begin_[i]; m < member_begin_[i + 1]; ++m) {
           const auto f = static_cast<std::size_t>(members_[static_cast<std::size_t>(m)]);
@@ -125,28 +121,28 @@ class FlowNetwork final : public Network {
           fixed_[f] = 1;
           --remaining;
           active_[f].rate = share;
-          for (topology::LinkId l : links_of(active_[f].id)) {
+          for (topology::LinkId l : active_[f].links) {
             left_[static_cast<std::size_t>(slot_[l])] -= share;
             --unfixed_[static_cast<std::size_t>(slot_[l])];
           }
         }
       }
+      std::erase_if(open_, [&](std::size_t i) { return unfixed_[i] == 0; });
     }
   }
 
   std::vector<double> left_;
   std::vector<std::int32_t> unfixed_, member_begin_, members_, fill_, slot_;
+  std::vector<std::size_t> open_;  // links with unfixed flows, by their index in loaded_
   std::vector<char> fixed_;
 
-  using Arrival = std::tuple<double, std::uint64_t, std::int32_t>;
   const StepGraph& graph_;
   std::vector<double> capacity_;  // bytes per microsecond
   std::vector<double> busy_us_, bytes_;
   std::vector<std::int32_t> flows_on_;    // active flows per link
   std::vector<topology::LinkId> loaded_;  // links with at least one active flow
   std::vector<Flow> active_;
-  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> latency_;
-  std::uint64_t sequence_ = 0;
+  EventQueue<std::int32_t> latency_;  // drained transfers, arriving after their latency
   double now_ = 0;
   bool dirty_ = false;
 };

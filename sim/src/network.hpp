@@ -2,16 +2,14 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <vector>
 
+#include "event_queue.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "step_graph.hpp"
 
 namespace optiflow::sim {
-
-constexpr double kNever = std::numeric_limits<double>::infinity();
 
 /// In-flight transfers. The event loop launches transfers and asks when the next one
 /// arrives; everything is deterministic (ties in launch order).

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <queue>
-#include <tuple>
 
 #include "network.hpp"
 #include "optiflow/support/error.hpp"
@@ -83,9 +81,12 @@ class Run {
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
         received_(static_cast<std::size_t>(graph_.connections), 0),
         blocked_(static_cast<std::size_t>(graph_.connections), -1) {
+    route_costs_.reserve(graph_.routes.size());
+    for (const SimRoute& route : graph_.routes)
+      route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
     for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
       pending_[s] = graph_.steps[s].prerequisites;
-      if (pending_[s] == 0) ready_.push_back(static_cast<StepIndex>(s));
+      if (pending_[s] == 0) ready_.push_back(Ready{graph_.start_key[s], static_cast<StepIndex>(s)});
     }
   }
 
@@ -95,23 +96,23 @@ class Run {
     while (true) {
       while (!ready_.empty()) {
         starting_.swap(ready_);
-        if (starting_.size() > 1) in_start_order(starting_);
-        for (StepIndex s : starting_) start(s, now);
+        if (starting_.size() > 1)
+          std::sort(starting_.begin(), starting_.end(),
+                    [](const Ready& a, const Ready& b) { return a.key < b.key; });
+        for (const Ready& ready : starting_) start(ready.step, now);
         starting_.clear();
       }
-      const double next = std::min(delayed_.empty() ? kNever : std::get<0>(delayed_.top()),
-                                   network_->next_arrival());
+      const double next = std::min(delayed_.next_time(), network_->next_arrival());
       if (next == kNever) break;
       now = next;
-      while (!delayed_.empty() && std::get<0>(delayed_.top()) <= now) {
-        const auto [time, seq, step, sends] = delayed_.top();
-        delayed_.pop();
-        sends ? hand_off_or_wait(step, now) : complete(step, now);
+      while (delayed_.next_time() <= now) {
+        const StepIndex s = delayed_.pop();
+        graph_.step(s).transfer >= 0 ? hand_off_or_wait(s, now) : complete(s, now);
       }
       arrived.clear();
       network_->take_arrivals(now, arrived);
       for (std::int32_t id : arrived) {
-        const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
+        const SimTransfer& t = graph_.transfer(id);
         if (!arrival_.empty()) arrival_[static_cast<std::size_t>(id)] = now;
         satisfy(t.recv_step, now, t.send_step);
       }
@@ -121,23 +122,13 @@ class Run {
 
  private:
   void start(StepIndex s, double now) {
-    const bool sends = graph_.steps[static_cast<std::size_t>(s)].transfer >= 0;
     if (impl_.overhead_us > 0) {
-      delayed_.push({now + impl_.overhead_us, sequence_++, s, sends});
-    } else if (sends) {
+      delayed_.push(now + impl_.overhead_us, s);
+    } else if (graph_.step(s).transfer >= 0) {
       hand_off_or_wait(s, now);
     } else {
       complete(s, now);
     }
-  }
-
-  // Steps ready at one instant by (start_order, index): see SimStep::start_order.
-  void in_start_order(std::vector<StepIndex>& steps) const {
-    std::sort(steps.begin(), steps.end(), [&](StepIndex a, StepIndex b) {
-      const std::int32_t oa = graph_.steps[static_cast<std::size_t>(a)].start_order;
-      const std::int32_t ob = graph_.steps[static_cast<std::size_t>(b)].start_order;
-      return oa < ob || (oa == ob && a < b);
-    });
   }
 
   // A send takes a slot of its connection: the k-th message needs the (k - slots)-th received.
@@ -146,18 +137,18 @@ class Run {
   }
 
   void hand_off_or_wait(StepIndex s, double now) {
-    const std::int32_t id = graph_.steps[static_cast<std::size_t>(s)].transfer;
-    const SimTransfer& t = graph_.transfers[static_cast<std::size_t>(id)];
+    const std::int32_t id = graph_.step(s).transfer;
+    const SimTransfer& t = graph_.transfer(id);
     if (!has_slot(t)) {
       blocked_[static_cast<std::size_t>(t.connection)] = s;
       return;
     }
-    network_->launch(id, t.fraction * size_, topology::transfer_cost(t.cost, costs_), now);
+    network_->launch(id, t.fraction * size_, route_costs_[static_cast<std::size_t>(t.route)], now);
     complete(s, now);
   }
 
   void complete(StepIndex s, double now) {
-    const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
+    const SimStep& step = graph_.step(s);
     end_[static_cast<std::size_t>(s)] = now;
     if (step.in_connection >= 0) free_slot(step.in_connection, now);
     if (step.next_in_tb >= 0) satisfy(step.next_in_tb, now, s);
@@ -181,27 +172,36 @@ class Run {
       latest_[i] = now;
       cause_[i] = cause;
     }
-    if (--pending_[i] == 0) ready_.push_back(s);
+    if (--pending_[i] == 0) ready_.push_back(Ready{graph_.start_key[i], s});
   }
 
   SimResult result() const {
     SimResult r;
     r.size_bytes = static_cast<std::uint64_t>(size_);
     r.protocol = protocol_;
-    StepIndex last = -1;
-    for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
-      if (end_[s] < 0) stalled(static_cast<StepIndex>(s));
-      if (last < 0 || end_[s] > end_[static_cast<std::size_t>(last)])
-        last = static_cast<StepIndex>(s);
+    // The last step to finish, the first in schedule order among ties.
+    StepIndex last = -1, never_ran = -1;
+    for (std::size_t i = 0; i < graph_.steps.size(); ++i) {
+      const auto s = static_cast<StepIndex>(i);
+      if (end_[i] < 0) {
+        if (never_ran < 0 || graph_.schedule_index(s) < graph_.schedule_index(never_ran))
+          never_ran = s;
+        continue;
+      }
+      const double latest_end = last < 0 ? -1 : end_[static_cast<std::size_t>(last)];
+      if (last < 0 || end_[i] > latest_end ||
+          (end_[i] == latest_end && graph_.schedule_index(s) < graph_.schedule_index(last)))
+        last = s;
     }
+    if (never_ran >= 0) stalled(never_ran);
     r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
     if (r.time_us > 0) {
       r.algbw_GBps = support::GBps_of(size_, r.time_us);
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
     for (StepIndex s = last; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
-      const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
-      r.critical_path.push_back(CriticalStep{step.rank, step.tb, step.step, step.kind,
+      const StepName& name = graph_.names[static_cast<std::size_t>(s)];
+      r.critical_path.push_back(CriticalStep{name.rank, name.tb, name.step, name.kind,
                                              latest_[static_cast<std::size_t>(s)],
                                              end_[static_cast<std::size_t>(s)]});
     }
@@ -223,13 +223,13 @@ class Run {
     std::string waits;
     for (StepIndex blocked : blocked_) {
       if (blocked < 0) continue;
-      const SimStep& send = graph_.steps[static_cast<std::size_t>(blocked)];
+      const StepName& send = graph_.names[static_cast<std::size_t>(blocked)];
       waits = "; rank " + std::to_string(send.rank) + " tb " + std::to_string(send.tb) + " step " +
               std::to_string(send.step) + " waits for a slot: its connection holds " +
               std::to_string(impl_.options.slots) + " steps in flight, as NCCL's do";
       break;
     }
-    const SimStep& step = graph_.steps[static_cast<std::size_t>(s)];
+    const StepName& step = graph_.names[static_cast<std::size_t>(s)];
     throw support::InputError(
         support::SourceLocation{impl_.name, 0, 0, {}},
         "the simulation stalls: rank " + std::to_string(step.rank) + " tb " +
@@ -237,43 +237,50 @@ class Run {
             (waits.empty() ? " (verify the schedule with `optiflow check`)" : waits));
   }
 
+  // Every transfer in schedule order (of its send), then stably by start.
   std::vector<TransferRecord> timeline() const {
     std::vector<TransferRecord> records;
-    for (std::size_t id = 0; id < graph_.transfers.size(); ++id) {
-      const SimTransfer& t = graph_.transfers[id];
-      const SimStep& send = graph_.steps[static_cast<std::size_t>(t.send_step)];
-      const SimStep& recv = graph_.steps[static_cast<std::size_t>(t.recv_step)];
-      records.push_back(TransferRecord{
-          send.rank,
-          send.tb,
-          send.step,
-          recv.rank,
-          network_->started_us[id],
-          arrival_[id],
-          t.fraction * size_,
-          {graph_.route_links.begin() + t.route_begin, graph_.route_links.begin() + t.route_end}});
+    records.reserve(graph_.transfers.size());
+    for (StepIndex s : graph_.run_index) {
+      const std::int32_t id = graph_.step(s).transfer;
+      if (id < 0) continue;
+      const SimTransfer& t = graph_.transfer(id);
+      const StepName& send = graph_.names[static_cast<std::size_t>(s)];
+      const StepName& recv = graph_.names[static_cast<std::size_t>(t.recv_step)];
+      const std::span<const topology::LinkId> route = graph_.route(t);
+      records.push_back(TransferRecord{send.rank,
+                                       send.tb,
+                                       send.step,
+                                       recv.rank,
+                                       network_->started_us[static_cast<std::size_t>(id)],
+                                       arrival_[static_cast<std::size_t>(id)],
+                                       t.fraction * size_,
+                                       {route.begin(), route.end()}});
     }
     std::stable_sort(records.begin(), records.end(),
                      [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
     return records;
   }
 
-  using Delayed = std::tuple<double, std::uint64_t, StepIndex, bool>;  // bool: it sends
   const Simulator::Impl& impl_;
   const StepGraph& graph_;
   double size_;
   topology::Protocol protocol_;
   topology::ProtocolCosts costs_;
   std::unique_ptr<Network> network_;
+  std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol
   std::vector<std::int32_t> pending_;
   std::vector<double> end_, latest_;
-  std::vector<StepIndex> cause_, ready_;
-  std::vector<StepIndex> starting_;     // the ready steps being started at one instant
-  std::vector<double> arrival_;         // per transfer, for the timeline only
-  std::vector<std::int32_t> received_;  // per connection: receives completed
-  std::vector<StepIndex> blocked_;      // per connection: the send waiting for a slot, or -1
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;
-  std::uint64_t sequence_ = 0;
+  std::vector<StepIndex> cause_;
+  struct Ready {
+    std::uint64_t key;  // StepGraph::start_key: the order steps ready at one instant start in
+    StepIndex step;
+  };
+  std::vector<Ready> ready_, starting_;  // the steps ready now
+  std::vector<double> arrival_;          // per transfer, for the timeline only
+  std::vector<std::int32_t> received_;   // per connection: receives completed
+  std::vector<StepIndex> blocked_;       // per connection: the send waiting for a slot, or -1
+  EventQueue<StepIndex> delayed_;        // steps starting once the per-step overhead has passed
 };
 
 }  // namespace

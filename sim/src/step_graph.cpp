@@ -1,7 +1,6 @@
 #include "step_graph.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "optiflow/schedule/flat_schedule.hpp"
 #include "optiflow/support/error.hpp"
@@ -10,11 +9,105 @@
 namespace optiflow::sim {
 namespace {
 
+using schedule::FlatSchedule;
 using schedule::Schedule;
+using schedule::StepId;
+
+constexpr std::int32_t kNoRoute = -1;
+
+// Schedules up to this many steps run from the caches in schedule order; ordering them costs
+// more than it saves.
+constexpr std::size_t kWavefrontSteps = std::size_t{1} << 16;
 
 [[noreturn]] void fail(const Schedule& schedule, const std::string& message) {
   throw support::InputError(support::SourceLocation{schedule.name, 0, 0, {}}, message);
 }
+
+// Kahn's algorithm with a FIFO queue over `waiting` (each step's prerequisites, consumed):
+// every step after the steps it waits for, wave by wave. Steps that can never run (a cycle: the
+// run reports them as stalled) come last. Small schedules keep their order.
+std::vector<StepId> wavefront_order(const FlatSchedule& flat, std::vector<std::int32_t> waiting) {
+  const std::size_t n = flat.step_count();
+  std::vector<StepId> order;
+  order.reserve(n);
+  if (n <= kWavefrontSteps) {
+    for (StepId id = 0; id < n; ++id) order.push_back(id);
+    return order;
+  }
+  for (StepId id = 0; id < n; ++id)
+    if (waiting[id] == 0) order.push_back(id);
+  auto release = [&](StepId id) {
+    if (--waiting[id] == 0) order.push_back(id);
+  };
+  for (std::size_t head = 0; head < order.size(); ++head) {
+    const StepId id = order[head];
+    if (id + 1 < flat.block_of(id).end) release(id + 1);
+    for (StepId d : flat.dependents(id)) release(d);
+    if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep)
+      release(receive);
+  }
+  if (order.size() < n)
+    for (StepId id = 0; id < n; ++id)
+      if (waiting[id] > 0) order.push_back(id);
+  return order;
+}
+
+// The routes of a schedule's transfers, each (route, cost) computed once: a sender talks to
+// few peers, so each keeps a short list of the routes it uses.
+class RouteTable {
+ public:
+  RouteTable(const topology::Topology& topology, StepGraph& graph)
+      : topology_(topology), router_(topology), graph_(graph), from_(topology.rank_count()) {}
+
+  // The route of a send from `sender` to `receiver`: `given` when the schedule names one, else
+  // the cheapest path; kNoRoute when there is none.
+  std::int32_t find(std::int32_t sender, std::int32_t receiver,
+                    std::span<const topology::LinkId> given) {
+    std::vector<Known>& known = from_[static_cast<std::size_t>(sender)];
+    for (const Known& k : known)
+      if (k.receiver == receiver && k.given == !given.empty() &&
+          (given.empty() || same_links(links_of(k.route), given)))
+        return k.route;
+    std::vector<topology::LinkId> found;
+    if (given.empty())
+      found = router_.path(topology_.gpu_of_rank(sender), topology_.gpu_of_rank(receiver));
+    const std::span<const topology::LinkId> route = given.empty() ? found : given;
+    if (route.empty()) return kNoRoute;
+    SimRoute r;
+    r.links_begin = static_cast<std::int32_t>(graph_.route_links.size());
+    graph_.route_links.insert(graph_.route_links.end(), route.begin(), route.end());
+    r.links_end = static_cast<std::int32_t>(graph_.route_links.size());
+    r.cost = topology::route_cost(topology_, route);
+    const auto index = static_cast<std::int32_t>(graph_.routes.size());
+    graph_.routes.push_back(r);
+    known.push_back(Known{receiver, !given.empty(), index});
+    return index;
+  }
+
+ private:
+  static bool same_links(std::span<const topology::LinkId> a, std::span<const topology::LinkId> b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  struct Known {
+    std::int32_t receiver;
+    bool given;
+    std::int32_t route;
+  };
+  std::span<const topology::LinkId> links_of(std::int32_t route) const {
+    const SimRoute& r = graph_.routes[static_cast<std::size_t>(route)];
+    return std::span<const topology::LinkId>(graph_.route_links)
+        .subspan(static_cast<std::size_t>(r.links_begin),
+                 static_cast<std::size_t>(r.links_end - r.links_begin));
+  }
+
+  const topology::Topology& topology_;
+  topology::Router router_;
+  StepGraph& graph_;
+  std::vector<std::vector<Known>> from_;  // per sender
+};
 
 }  // namespace
 
@@ -22,56 +115,74 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   if (schedule.ranks != topology.rank_count())
     fail(schedule, "the schedule has " + std::to_string(schedule.ranks) + " ranks, topology '" +
                        topology.name() + "' has " + std::to_string(topology.rank_count()));
-  const schedule::FlatSchedule flat(schedule);
+  const FlatSchedule flat(schedule);
+  const std::size_t n = flat.step_count();
   StepGraph graph;
-  graph.steps.resize(flat.step_count());
-  graph.transfers.reserve(flat.step_count() / 2);
-  graph.route_links.reserve(flat.step_count());
-  for (schedule::StepId id = 0; id < flat.step_count(); ++id) {
-    const schedule::FlatBlock& block = flat.block_of(id);
-    const schedule::Step& ir = flat.step(id);
-    SimStep& step = graph.steps[id];
-    step.rank = block.rank;
-    step.tb = block.index;
-    step.step = flat.index_in_block(id);
-    step.kind = ir.kind;
-    step.prerequisites = (id > block.first ? 1 : 0) + static_cast<std::int32_t>(ir.deps.size()) +
-                         (schedule::step_receives(ir.kind) ? 1 : 0);
-    if (schedule::step_receives(ir.kind))
-      step.in_connection = static_cast<std::int32_t>(block.recv_connection);
-    if (id + 1 < block.end) step.next_in_tb = static_cast<StepIndex>(id + 1);
-    step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
-    for (schedule::StepId d : flat.dependents(id))
-      graph.dependents.push_back(static_cast<StepIndex>(d));
-    step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
-  }
 
-  topology::Router router(topology);
-  for (schedule::StepId id = 0; id < flat.step_count(); ++id) {
-    const schedule::StepId receive = flat.matching_receive(id);
-    if (receive == schedule::kNoStep) continue;
+  // What the graph needs of each step's IR, read once in schedule order (the IR is scattered
+  // over the heap); routes in that order, so that a missing one is reported for the first send
+  // lacking it.
+  std::vector<std::int32_t> prerequisites(n), count(n), route_of(n, kNoRoute);
+  std::vector<schedule::StepKind> kind(n);
+  RouteTable routes(topology, graph);
+  for (StepId id = 0; id < n; ++id) {
     const schedule::Step& ir = flat.step(id);
+    kind[id] = ir.kind;
+    count[id] = ir.count;
+    prerequisites[id] = (id > flat.block_of(id).first ? 1 : 0) +
+                        static_cast<std::int32_t>(ir.deps.size()) +
+                        (schedule::step_receives(ir.kind) ? 1 : 0);
+    const StepId receive = flat.matching_receive(id);
+    if (receive == schedule::kNoStep) continue;
     const std::int32_t sender = flat.rank_of(id), receiver = flat.rank_of(receive);
-    std::vector<topology::LinkId> found;
-    if (ir.route.empty())
-      found = router.path(topology.gpu_of_rank(sender), topology.gpu_of_rank(receiver));
-    const std::span<const topology::LinkId> route = ir.route.empty() ? found : ir.route;
-    if (route.empty())
+    route_of[id] = routes.find(sender, receiver, ir.route);
+    if (route_of[id] == kNoRoute)
       fail(schedule,
            "no route from rank " + std::to_string(sender) + " to rank " + std::to_string(receiver));
-    SimTransfer transfer;
-    transfer.send_step = static_cast<StepIndex>(id);
-    transfer.recv_step = static_cast<StepIndex>(receive);
-    transfer.fraction = static_cast<double>(ir.count) / schedule.chunks;
-    transfer.connection = static_cast<std::int32_t>(flat.block_of(id).send_connection);
-    transfer.message = static_cast<std::int32_t>(flat.message_index(id));
-    transfer.cost = topology::route_cost(topology, route);
-    transfer.route_begin = static_cast<std::int32_t>(graph.route_links.size());
-    graph.route_links.insert(graph.route_links.end(), route.begin(), route.end());
-    transfer.route_end = static_cast<std::int32_t>(graph.route_links.size());
-    graph.steps[id].transfer = static_cast<std::int32_t>(graph.transfers.size());
-    graph.steps[id].start_order = (receiver - sender + schedule.ranks) % schedule.ranks;
-    graph.transfers.push_back(transfer);
+  }
+
+  const std::vector<StepId> order = wavefront_order(flat, prerequisites);
+  graph.run_index.resize(n);
+  std::vector<std::int32_t> transfer_of(n, -1);
+  std::int32_t transfers = 0;
+  for (std::size_t s = 0; s < n; ++s) {
+    graph.run_index[order[s]] = static_cast<StepIndex>(s);
+    if (route_of[order[s]] != kNoRoute) transfer_of[order[s]] = transfers++;
+  }
+  auto run_index = [&](StepId id) { return graph.run_index[id]; };
+
+  graph.steps.resize(n);
+  graph.names.resize(n);
+  graph.start_key.resize(n);
+  graph.dependents.reserve(n);
+  graph.transfers.resize(static_cast<std::size_t>(transfers));
+  for (StepId id = 0; id < n; ++id) {
+    const auto s = static_cast<std::size_t>(run_index(id));
+    const schedule::FlatBlock& block = flat.block_of(id);
+    SimStep& step = graph.steps[s];
+    graph.names[s] = StepName{block.rank, block.index, flat.index_in_block(id), kind[id]};
+    step.prerequisites = prerequisites[id];
+    if (schedule::step_receives(kind[id]))
+      step.in_connection = static_cast<std::int32_t>(block.recv_connection);
+    if (id + 1 < block.end) step.next_in_tb = run_index(id + 1);
+    step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
+    for (StepId d : flat.dependents(id)) graph.dependents.push_back(run_index(d));
+    step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
+    std::uint64_t start_order = 0;
+    if (route_of[id] != kNoRoute) {
+      const StepId receive = flat.matching_receive(id);
+      start_order = static_cast<std::uint64_t>(
+          (flat.rank_of(receive) - block.rank + schedule.ranks) % schedule.ranks);
+      step.transfer = transfer_of[id];
+      SimTransfer& transfer = graph.transfers[static_cast<std::size_t>(step.transfer)];
+      transfer.send_step = static_cast<StepIndex>(s);
+      transfer.recv_step = run_index(receive);
+      transfer.fraction = static_cast<double>(count[id]) / schedule.chunks;
+      transfer.connection = static_cast<std::int32_t>(block.send_connection);
+      transfer.message = static_cast<std::int32_t>(flat.message_index(id));
+      transfer.route = route_of[id];
+    }
+    graph.start_key[s] = start_order << 32 | id;
   }
   graph.connections = static_cast<std::int32_t>(flat.connections().size());
   return graph;

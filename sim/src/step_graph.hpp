@@ -1,5 +1,12 @@
 // The simulator's view of a schedule, derived from its FlatSchedule: prerequisites counted,
-// each matched send turned into a routed transfer on its FIFO connection.
+// each matched send turned into a routed transfer on its FIFO connection. Built once per
+// schedule, independent of size; every run works on these flat arrays.
+//
+// Steps are stored in run order, a wavefront (topological) order, rather than the schedule's
+// (rank, block, step) order: the steps running at one instant then lie close together, which
+// keeps large schedules (a million steps) in cache. Anything that depends on the schedule's
+// order (ties between steps ready at one instant, the first step that stalls, the timeline)
+// uses schedule_index().
 #pragma once
 
 #include <cstdint>
@@ -12,21 +19,27 @@
 
 namespace optiflow::sim {
 
-using StepIndex = std::int32_t;
+using StepIndex = std::int32_t;  ///< a step in run order
 
+/// What the event loop reads of a step.
 struct SimStep {
-  std::int32_t rank = 0, tb = 0, step = 0;
-  schedule::StepKind kind = schedule::StepKind::nop;
   std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;       ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
-  /// Among steps ready at one instant, the order they start in: 0 for steps that send nothing,
-  /// else the receiver's distance (receiver - sender) mod N. A rank's thread blocks run at once
-  /// and its links interleave them; taking their sends in rotated peer order, as NCCL's p2p
-  /// schedule does, keeps the FIFO links from sending every rank to the same peer first.
-  std::int32_t start_order = 0;
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
+};
+
+/// Where a step is in the schedule, for reports.
+struct StepName {
+  std::int32_t rank = 0, tb = 0, step = 0;
+  schedule::StepKind kind = schedule::StepKind::nop;
+};
+
+/// A route used by some transfers, with its size-independent cost.
+struct SimRoute {
+  std::int32_t links_begin = 0, links_end = 0;  ///< range in StepGraph::route_links
+  topology::RouteCost cost;
 };
 
 struct SimTransfer {
@@ -35,21 +48,39 @@ struct SimTransfer {
   double fraction = 0;          ///< bytes = fraction * collective size
   std::int32_t connection = 0;  ///< the FIFO connection (sender, receiver, channel) it uses
   std::int32_t message = 0;     ///< its position among the connection's messages
-  topology::RouteCost cost;
-  std::int32_t route_begin = 0, route_end = 0;  ///< range in StepGraph::route_links
+  std::int32_t route = 0;       ///< index in StepGraph::routes
 };
 
 struct StepGraph {
-  std::vector<SimStep> steps;
-  std::vector<StepIndex> dependents;  ///< steps listing a step in their deps, grouped by step
-  std::vector<SimTransfer> transfers;
+  std::vector<SimStep> steps;  ///< in run order
+  std::vector<StepName> names;
+  /// Per step: (start_order << 32) | schedule index. Among steps ready at one instant, the
+  /// order they start in: first those that send nothing (start_order 0), then sends by the
+  /// receiver's distance (receiver - sender) mod N, then by schedule order. A rank's thread
+  /// blocks run at once and its links interleave them; taking their sends in rotated peer
+  /// order, as NCCL's p2p schedule does, keeps the FIFO links from sending every rank to the
+  /// same peer first.
+  std::vector<std::uint64_t> start_key;
+  std::vector<StepIndex> run_index;    ///< schedule index -> run order
+  std::vector<StepIndex> dependents;   ///< steps listing a step in their deps, grouped by step
+  std::vector<SimTransfer> transfers;  ///< in the run order of their sends
+  std::vector<SimRoute> routes;
   std::vector<topology::LinkId> route_links;
   std::int32_t connections = 0;
 
+  static constexpr std::uint64_t kIndexMask = 0xffffffffu;
+  std::uint32_t schedule_index(StepIndex s) const {
+    return static_cast<std::uint32_t>(start_key[static_cast<std::size_t>(s)] & kIndexMask);
+  }
+  const SimStep& step(StepIndex s) const { return steps[static_cast<std::size_t>(s)]; }
+  const SimTransfer& transfer(std::int32_t id) const {
+    return transfers[static_cast<std::size_t>(id)];
+  }
   std::span<const topology::LinkId> route(const SimTransfer& t) const {
+    const SimRoute& r = routes[static_cast<std::size_t>(t.route)];
     return std::span<const topology::LinkId>(route_links)
-        .subspan(static_cast<std::size_t>(t.route_begin),
-                 static_cast<std::size_t>(t.route_end - t.route_begin));
+        .subspan(static_cast<std::size_t>(r.links_begin),
+                 static_cast<std::size_t>(r.links_end - r.links_begin));
   }
 };
 
