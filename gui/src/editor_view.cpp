@@ -11,6 +11,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QSyntaxHighlighter>
 #include <QTimer>
@@ -494,6 +495,8 @@ void EditorView::draw_timeline() {
   // Labels ignore the zoom, so the scene's extent is set, not measured.
   timeline_scene_->setSceneRect(-kLabelWidth - 6, -4, kTimelineWidth + kLabelWidth + 40,
                                 axis_y + 40);
+  // Start at time 0 with the row labels in view (a view centres a wider scene).
+  timeline_->horizontalScrollBar()->setValue(timeline_->horizontalScrollBar()->minimum());
 }
 
 }  // namespace optiflow::gui
