@@ -279,6 +279,13 @@ void EditorView::schedule_compile() {
 }
 
 void EditorView::start_compile() {
+  if (editor_->toPlainText().trimmed().isEmpty()) {
+    diagnostics_->clear();
+    editor_->setExtraSelections({});
+    compiled_ok_ = false;
+    status_->setText(tr("Type a program, or open one from the exploration or history view."));
+    return;
+  }
   std::shared_ptr<const topology::Topology> topo;
   try {
     topo = std::make_shared<const topology::Topology>(topology::load_topology(context_.topology));

@@ -67,7 +67,8 @@ MainWindow::MainWindow(const std::string& db_path, const std::string& topology) 
   setCentralWidget(tabs_);
   statusBar()->showMessage(tr("Ready"));
 
-  connect(topo, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+  // Picked from the list or entered (Enter): not on every keystroke of a file name.
+  connect(topo, &QComboBox::textActivated, this, [this](const QString& name) {
     if (name.isEmpty()) return;
     context_.topology = name.toStdString();
     apply_context();
@@ -94,6 +95,8 @@ MainWindow::MainWindow(const std::string& db_path, const std::string& topology) 
 
 void MainWindow::set_topology(const QString& name) {
   findChild<QComboBox*>("topology")->setCurrentText(name);
+  context_.topology = name.toStdString();
+  apply_context();
 }
 
 void MainWindow::apply_context() {
