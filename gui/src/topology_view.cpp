@@ -117,6 +117,12 @@ TopologyView::TopologyView(QWidget* parent) : QWidget(parent) {
   connect(scene_, &QGraphicsScene::selectionChanged, this, &TopologyView::on_selection);
 }
 
+// The scene, a child, clears its selection when it is deleted: that must not reach a view
+// that is no longer a TopologyView.
+TopologyView::~TopologyView() {
+  disconnect(scene_, nullptr, this, nullptr);
+}
+
 void TopologyView::set_context(const Context& context) {
   const bool same =
       topo_ && context.topology == context_.topology && context.collective == context_.collective;

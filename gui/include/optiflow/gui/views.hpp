@@ -59,6 +59,7 @@ class TopologyView : public QWidget {
   Q_OBJECT
  public:
   explicit TopologyView(QWidget* parent = nullptr);
+  ~TopologyView() override;
   void set_context(const Context& context);
   /// Colours links by the utilisation of a simulation on this topology (empty: by bandwidth).
   void show_utilisation(const std::string& topology, const std::vector<sim::LinkUsage>& usage,
