@@ -148,6 +148,7 @@ class Exploration {
       for (Candidate& c : batch) commit(c);
       if (++iteration % kMigrateEvery == 0) population_.migrate();
       report();
+      if (options_.should_stop && options_.should_stop()) break;
     }
     store_.set_run_status(run_id_, !failure_.empty() ? "failed"
                                    : seq >= options_.budget || !stop_reason_.empty()
@@ -467,6 +468,7 @@ class Exploration {
   void report() const {
     if (!progress_) return;
     Progress p;
+    p.run_id = run_id_;
     p.done = evaluated_;
     p.budget = options_.budget;
     p.seconds = std::chrono::duration<double>(Clock::now() - start_).count();

@@ -25,6 +25,9 @@ struct ExploreOptions {
   std::optional<std::int64_t> resume;  ///< continue this run (its own options apply)
   std::string out_dir = "optiflow-out";
   unsigned threads = 0;  ///< 0 = all cores; results do not depend on it
+  /// Asked after each batch: true ends the run there, as "interrupted" (resumable with
+  /// `resume`); the GUI's stop button. Empty: never.
+  std::function<bool()> should_stop;
 };
 
 /// The best schedule found for one size.
@@ -60,6 +63,7 @@ struct ExploreResult {
 
 /// What the progress display shows after each batch.
 struct Progress {
+  std::int64_t run_id = 0;  ///< the run in the database
   std::int64_t done = 0, budget = 0;
   double seconds = 0;
   std::vector<std::uint64_t> sizes;

@@ -1,0 +1,93 @@
+#include "charts.hpp"
+
+#include <QChartView>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QPen>
+#include <QScatterSeries>
+#include <QValueAxis>
+#include <algorithm>
+
+#include "optiflow/support/sizes.hpp"
+
+namespace optiflow::gui {
+
+QChartView* make_chart_view(const QString& title, QWidget* parent) {
+  auto* chart = new QChart();
+  chart->setTitle(title);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  chart->setMargins(QMargins(4, 4, 4, 4));
+  auto* view = new QChartView(chart, parent);
+  view->setRenderHint(QPainter::Antialiasing);
+  view->setMinimumSize(320, 220);
+  return view;
+}
+
+void reset_size_chart(QChart* chart, const QString& title, const QString& y_title) {
+  chart->removeAllSeries();
+  for (QAbstractAxis* axis : chart->axes()) {
+    chart->removeAxis(axis);
+    delete axis;
+  }
+  chart->setTitle(title);
+  auto* x = new QLogValueAxis();
+  x->setBase(8);
+  x->setLabelFormat("%.0f");
+  x->setTitleText("buffer size per rank (KiB, log scale)");
+  x->setMinorTickCount(0);
+  auto* y = new QValueAxis();
+  y->setTitleText(y_title);
+  y->setLabelFormat("%.0f");
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+}
+
+QLineSeries* add_size_series(QChart* chart, const QString& name,
+                             std::span<const std::uint64_t> sizes, std::span<const double> values,
+                             QColor colour, bool dashed) {
+  auto* series = new QLineSeries();
+  series->setName(name);
+  for (std::size_t i = 0; i < sizes.size() && i < values.size(); ++i)
+    if (values[i] > 0) series->append(static_cast<double>(sizes[i]) / 1024.0, values[i]);
+  QPen pen(colour);
+  pen.setWidthF(dashed ? 1.5 : 2.0);
+  if (dashed) pen.setStyle(Qt::DashLine);
+  series->setPen(pen);
+  chart->addSeries(series);
+  const auto horizontal = chart->axes(Qt::Horizontal);
+  const auto vertical = chart->axes(Qt::Vertical);
+  if (!horizontal.isEmpty()) series->attachAxis(horizontal.front());
+  if (!vertical.isEmpty()) {
+    series->attachAxis(vertical.front());
+    // The y range covers every series; start at 0 so that bandwidths compare by height.
+    auto* y = qobject_cast<QValueAxis*>(vertical.front());
+    double top = 0;
+    for (QAbstractSeries* s : chart->series())
+      if (auto* line = qobject_cast<QXYSeries*>(s))
+        for (const QPointF& p : line->points()) top = std::max(top, p.y());
+    if (y) {
+      y->setRange(0, top > 0 ? top * 1.08 : 1);
+      y->applyNiceNumbers();
+    }
+  }
+  if (!horizontal.isEmpty() && !sizes.empty()) {
+    const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+    horizontal.front()->setRange(static_cast<double>(*lo) / 1024.0,
+                                 static_cast<double>(*hi) / 1024.0);
+  }
+  return series;
+}
+
+QColor series_colour(int index) {
+  static const QColor colours[] = {
+      QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),   QColor(148, 103, 189),
+      QColor(140, 86, 75),  QColor(227, 119, 194), QColor(127, 127, 127), QColor(188, 189, 34),
+      QColor(23, 190, 207), QColor(214, 39, 40)};
+  return colours[static_cast<std::size_t>(index) % std::size(colours)];
+}
+
+QString size_label(std::uint64_t bytes) {
+  return QString::fromStdString(support::format_size(bytes));
+}
+
+}  // namespace optiflow::gui
