@@ -340,7 +340,8 @@ class NcclJob {
       if (state == cudaSuccess) break;
       if (state != cudaErrorNotReady) check_cuda(state, "cudaStreamQuery");
       if (MPI_Wtime() > deadline)
-        session_.abort_job("timed out after " + std::to_string(static_cast<int>(options_.timeout_s)) + " s in " +
+        session_.abort_job("timed out after " +
+                               std::to_string(static_cast<int>(options_.timeout_s)) + " s in " +
                                what + stuck_level(level_done),
                            kTimedOut);
       sched_yield();

@@ -1,7 +1,6 @@
 // MSCCL++ execution-plan export: the structure its executor reads, and the round trip through
 // the importer for compiled and baseline schedules of every collective.
 #include "optiflow/schedule/mscclpp_plan.hpp"
-#include "optiflow/schedule/schedule_io.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +8,7 @@
 
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/compiler/compiler.hpp"
+#include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/topology/generators.hpp"
 
 namespace optiflow::schedule {
