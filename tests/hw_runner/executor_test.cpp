@@ -3,6 +3,7 @@
 // check (not by the verifier, which these tests bypass); a deadlock is named.
 #include <gtest/gtest.h>
 
+#include "../compiled_schedule.hpp"
 #include "in_process.hpp"
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/compiler/compiler.hpp"
@@ -18,13 +19,7 @@ using schedule::StepKind;
 using support::Collective;
 using testing_support::run_in_process;
 
-Schedule compiled(const std::string& program, const std::string& topology_name,
-                  Collective collective) {
-  const topology::Topology topo = *topology::make_builtin_topology(topology_name);
-  compiler::CompileOptions options;
-  options.collective = collective;
-  return compiler::compile_program(program, "test.ofl", topo, options).schedule;
-}
+using optiflow::testing_support::compiled;
 
 Schedule nccl_ring(const std::string& topology_name, Collective collective) {
   const topology::Topology topo = *topology::make_builtin_topology(topology_name);

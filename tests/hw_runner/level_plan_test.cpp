@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "../compiled_schedule.hpp"
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/hw_runner/buffers.hpp"
@@ -23,13 +24,7 @@ using schedule::StepId;
 using schedule::StepKind;
 using support::Collective;
 
-Schedule compiled(const std::string& program, const std::string& topology_name,
-                  Collective collective) {
-  const topology::Topology topo = *topology::make_builtin_topology(topology_name);
-  compiler::CompileOptions options;
-  options.collective = collective;
-  return compiler::compile_program(program, "test.ofl", topo, options).schedule;
-}
+using optiflow::testing_support::compiled;
 
 void add(std::span<Element> dst, std::span<const Element> a, std::span<const Element> b) {
   for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = a[i] + b[i];

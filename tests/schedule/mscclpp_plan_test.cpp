@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../compiled_schedule.hpp"
 #include "optiflow/baselines/nccl.hpp"
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
@@ -16,13 +17,7 @@ namespace {
 
 using support::Collective;
 
-Schedule compiled(const std::string& program, const std::string& topology_name,
-                  Collective collective) {
-  const topology::Topology topo = *topology::make_builtin_topology(topology_name);
-  compiler::CompileOptions options;
-  options.collective = collective;
-  return compiler::compile_program(program, "test.ofl", topo, options).schedule;
-}
+using optiflow::testing_support::compiled;
 
 // What the plan does not carry: the topology's name, routes, the protocol per size, and fields
 // a step kind ignores.
