@@ -92,7 +92,9 @@ TEST_F(ExploreMeasureTest, TheFastestMeasuredCandidateWinsEverySizeOnceOneIsMeas
   const ExploreResult result = run(o);
   ASSERT_GE(hashes.size(), 1u);
   ASSERT_LE(hashes.size(), 2u);  // one per batch
-  if (hashes.size() == 2) EXPECT_NE(hashes[0], hashes[1]);
+  if (hashes.size() == 2) {
+    EXPECT_NE(hashes[0], hashes[1]);
+  }
   EXPECT_EQ(result.measured, static_cast<std::int64_t>(hashes.size()));
   ASSERT_EQ(result.winners.size(), 2u);
   for (const SizeWinner& w : result.winners) {

@@ -264,7 +264,7 @@ TEST_F(MpiRunTest, ExploreMeasuresEachBatchsBestCandidateAndPicksMeasuredWinners
   ASSERT_EQ(run_optiflow(dir_,
                          "explore --topo ring4 --budget 32 --sizes 4K,64K --hw mpi --hw-topk 1 "
                          "--hw-iters 3 --db " +
-                             path("run.db") + " --out " + path("out"),
+                             path("run.db") + " --out " + path("schedules"),
                          &out),
             0)
       << out << err();
@@ -295,7 +295,7 @@ TEST_F(MpiRunTest, ExploreGoesOnWithSimulatedResultsWhenAMeasurementFails) {
   std::string out;
   ASSERT_EQ(run_optiflow(dir_,
                          "explore --topo ring4 --budget 16 --sizes 4K --hw mpi --db " +
-                             path("run.db") + " --out " + path("out"),
+                             path("run.db") + " --out " + path("schedules"),
                          &out, "OPTIFLOW_MPIRUN=false"),
             0)
       << out << err();
