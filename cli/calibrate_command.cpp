@@ -13,13 +13,16 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <sstream>
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "hw_measure.hpp"
 #include "inputs.hpp"
 #include "optiflow/compiler/compiler.hpp"
+#include "optiflow/db/store.hpp"
 #include "optiflow/hw_runner/calibrate.hpp"
 #include "optiflow/hw_runner/launch.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
@@ -36,9 +39,9 @@ namespace fs = std::filesystem;
 
 struct CalibrateArgs {
   std::string backend = "mpi", output = "calibrated.json", sizes = "1K:1M";
-  std::string check_sizes = "4K,64K,512K", samples_out;
+  std::string check_sizes = "4K,64K,512K", samples_out, db = "optiflow.db";
   int np = 4, iters = 20;
-  bool no_check = false;
+  bool no_check = false, no_store = false;
 };
 
 using PairKey = std::pair<std::int32_t, std::int32_t>;
@@ -86,6 +89,13 @@ struct CheckRow {
   double measured_us = 0, before_us = 0, base_us = 0, per_overhead_us = 0;
 };
 
+// What the simulator check found: the fitted overhead, the |errors|, and its table as JSON.
+struct SimulatorCheck {
+  double overhead_us = 0;
+  double median_before = 0, worst_before = 0, median_after = 0, worst_after = 0;
+  nlohmann::json rows = nlohmann::json::array();
+};
+
 // Least squares of measured = base + overhead * per_overhead over the rows (overhead >= 0):
 // the simulator's time is linear in the per-step overhead.
 double fit_overhead(const std::vector<CheckRow>& rows, const std::string& leave_out) {
@@ -108,8 +118,9 @@ std::vector<double> sim_times(const topology::Topology& topo, const schedule::Sc
 // Each program compiled for the calibrated topology and run for real; the alpha-beta simulator
 // predicts it with the uncalibrated fullmesh<N> (before) and with the calibrated links plus a
 // per-step overhead fitted on the other programs' runs (after: leave one schedule out, so no
-// schedule is predicted with a figure fitted on itself). Returns the overhead fitted on all.
-double check_simulator(const CalibrateArgs& args, topology::Topology after, const fs::path& work) {
+// schedule is predicted with a figure fitted on itself); its overhead is the one fitted on all.
+SimulatorCheck check_simulator(const CalibrateArgs& args, topology::Topology after,
+                               const fs::path& work) {
   const topology::Topology before = topology::make_fullmesh(args.np);
   std::vector<std::string> programs{"ring over all", "direct over all"};
   if ((args.np & (args.np - 1)) == 0) programs.push_back("rd over all");
@@ -122,35 +133,25 @@ double check_simulator(const CalibrateArgs& args, topology::Topology after, cons
   for (const std::string& program : programs) {
     const schedule::Schedule compiled =
         compiler::compile_program(program, "calibrate", after, {}).schedule;
-    const fs::path schedule_path = work / "schedule.json", results_path = work / "results.json";
-    write_text_file(schedule_path.string(), schedule::write_schedule_json(compiled));
     std::cerr << "calibrate: running '" << program << "'...\n";
-    std::vector<std::string> command{hw_runner::own_command_line().front(),
-                                     "run",
-                                     schedule_path.string(),
-                                     "--topo",
-                                     (work / "topology.json").string(),
-                                     "--no-store",
-                                     "--no-native",
-                                     "--sizes",
-                                     args.check_sizes,
-                                     "--iters",
-                                     std::to_string(args.iters),
-                                     "--results-json",
-                                     results_path.string()};
-    hw_runner::LaunchOptions launch;
-    launch.np = args.np;
-    launch.job_timeout_s = 600;
-    if (hw_runner::launch(launch, command) != 0)
-      throw std::runtime_error("running '" + program + "' failed");
-    const auto measured = nlohmann::json::parse(read_text_file(results_path.string()));
+    HwRun run;
+    run.topology = (work / "topology.json").string();
+    run.sizes = sizes;
+    run.iters = args.iters;
+    run.work = work;
+    std::vector<double> measured;
+    try {
+      measured = run_on_hardware(compiled, run);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("running '" + program + "' failed: " + e.what());
+    }
     const schedule::Schedule plain = unrouted(compiled);
     const auto before_us = sim_times(before, plain, sizes);
     const auto base_us = sim_times(after, plain, sizes);
     const auto unit_us = sim_times(unit_overhead, plain, sizes);
-    for (std::size_t i = 0; i < measured.size() && i < sizes.size(); ++i)
-      rows.push_back({program, sizes[i], measured[i].at("time_us").get<double>(), before_us[i],
-                      base_us[i], unit_us[i] - base_us[i]});
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      rows.push_back(
+          {program, sizes[i], measured[i], before_us[i], base_us[i], unit_us[i] - base_us[i]});
   }
   std::cout << strprintf(
       "\nsimulator error on %zu schedules, alpha-beta model (before: %s; "
@@ -160,6 +161,7 @@ double check_simulator(const CalibrateArgs& args, topology::Topology after, cons
   std::cout << strprintf("%-20s %8s %12s %12s %8s %12s %8s %10s\n", "schedule", "size",
                          "measured_us", "before_us", "error", "after_us", "error", "overhead");
   std::vector<double> errors_before, errors_after;
+  SimulatorCheck check;
   for (const CheckRow& row : rows) {
     const double overhead = fit_overhead(rows, row.program);
     const double after_us = row.base_us + overhead * row.per_overhead_us;
@@ -171,13 +173,51 @@ double check_simulator(const CalibrateArgs& args, topology::Topology after, cons
                            row.program.c_str(), support::format_size(row.size_bytes).c_str(),
                            row.measured_us, row.before_us, 100 * error_before, after_us,
                            100 * error_after, overhead);
+    check.rows.push_back({{"schedule", row.program},
+                          {"size_bytes", row.size_bytes},
+                          {"measured_us", row.measured_us},
+                          {"before_us", row.before_us},
+                          {"after_us", after_us},
+                          {"overhead_us", overhead}});
   }
+  check.median_before = median(errors_before);
+  check.worst_before = *std::ranges::max_element(errors_before);
+  check.median_after = median(errors_after);
+  check.worst_after = *std::ranges::max_element(errors_after);
   std::cout << strprintf(
       "|error| before: median %.1f%%, worst %.1f%%; after: median %.1f%%, "
       "worst %.1f%%\n",
-      100 * median(errors_before), 100 * *std::ranges::max_element(errors_before),
-      100 * median(errors_after), 100 * *std::ranges::max_element(errors_after));
-  return fit_overhead(rows, "");
+      100 * check.median_before, 100 * check.worst_before, 100 * check.median_after,
+      100 * check.worst_after);
+  check.overhead_us = fit_overhead(rows, "");
+  return check;
+}
+
+// The calibration in the database, for `optiflow history calibrations`.
+void store_calibration(const CalibrateArgs& args, const topology::Topology& topo,
+                       const std::optional<SimulatorCheck>& check) {
+  db::CalibrationRecord record;
+  record.backend = args.backend;
+  record.ranks = args.np;
+  record.topology_name = topo.name();
+  record.topology_json = topology::write_topology_json(topo);
+  if (check) {
+    record.checked = true;
+    record.median_error_before = check->median_before;
+    record.worst_error_before = check->worst_before;
+    record.median_error_after = check->median_after;
+    record.worst_error_after = check->worst_after;
+    record.check_json = check->rows.dump();
+  }
+  record.options_json = nlohmann::json{
+      {"sizes", args.sizes},
+      {"check_sizes", args.no_check ? "" : args.check_sizes},
+      {"iters", args.iters},
+      {"output",
+       args.output}}.dump();
+  const db::Id id = db::Store::open(args.db).record_calibration(record);
+  std::cout << "stored as calibration " << id << " in " << args.db
+            << " (optiflow history calibrations)\n";
 }
 
 void calibrate(const CalibrateArgs& args) {
@@ -240,14 +280,16 @@ void calibrate(const CalibrateArgs& args) {
   const std::string topology_path = (work / "topology.json").string();
   write_text_file(topology_path, topology::write_topology_json(calibrated_topology(args.np, fits)));
   topology::Topology topo = topology::load_topology(topology_path);
+  std::optional<SimulatorCheck> check;
   if (!args.no_check) {
-    const double overhead = check_simulator(args, topo, work);
-    topo.set_op_overhead_us(overhead);
-    std::cout << strprintf("per-step overhead fitted on all runs: %.2f us\n", overhead);
+    check = check_simulator(args, topo, work);
+    topo.set_op_overhead_us(check->overhead_us);
+    std::cout << strprintf("per-step overhead fitted on all runs: %.2f us\n", check->overhead_us);
   }
   write_text_file(args.output, topology::write_topology_json(topo));
   std::cout << "wrote " << args.output << " (" << topo.name() << ", " << topo.link_count()
             << " links)\n";
+  if (!args.no_store) store_calibration(args, topo, check);
   fs::remove_all(work);
 }
 
@@ -267,6 +309,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--check-sizes", args->check_sizes, "sizes of the simulator check")
       ->capture_default_str();
   cmd->add_flag("--no-check", args->no_check, "skip the simulator check");
+  cmd->add_option("--db", args->db, "SQLite database the calibration is stored in")
+      ->capture_default_str();
+  cmd->add_flag("--no-store", args->no_store, "do not store the calibration");
   cmd->add_option("--samples-out", args->samples_out)->group("");
   cmd->callback([args] { calibrate(*args); });
 }

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -9,9 +10,11 @@
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "hw_measure.hpp"
 #include "inputs.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/explore/explore.hpp"
+#include "optiflow/hw_runner/nccl_backend.hpp"
 #include "optiflow/llm/llm_proposer.hpp"
 #include "optiflow/llm/settings.hpp"
 #include "optiflow/propose/proposer.hpp"
@@ -59,6 +62,8 @@ struct ExploreArgs {
   explore::ExploreOptions options;
   std::string collective = "allgather", sizes = "1K:1G";
   std::int64_t resume = 0;
+  std::string hw;  ///< --hw backend; empty: simulate only
+  int hw_iters = 20;
   LlmFlags llm;
   std::optional<llm::LlmSettings> llm_settings;  // read once, when a proposer needs them
 
@@ -108,26 +113,41 @@ std::string short_program(const std::string& text) {
 }
 
 void print_result(const explore::ExploreResult& r, const std::string& collective,
-                  const std::string& db) {
+                  const std::string& db, const std::string& hw) {
   std::cout << strprintf(
       "explore %s on %s: %lld candidates (%lld compiled and verified) in %.1f s; run %lld in %s\n",
       collective.c_str(), r.topology.c_str(), static_cast<long long>(r.candidates),
       static_cast<long long>(r.compiled), r.seconds, static_cast<long long>(r.run_id), db.c_str());
-  std::cout << strprintf("\n%8s %11s %8s %8s %12s %10s  %s\n", "size", "busbw GB/s", "x bound",
-                         "vs nccl", "nccl runs", "flow GB/s", "best program");
+  if (!hw.empty())
+    std::cout << strprintf("measured on %s: %lld schedules (%lld failed)\n", hw.c_str(),
+                           static_cast<long long>(r.measured),
+                           static_cast<long long>(r.measure_failed));
+  std::cout << strprintf("\n%8s %11s %8s %8s %12s %10s", "size", "busbw GB/s", "x bound", "vs nccl",
+                         "nccl runs", "flow GB/s");
+  if (!hw.empty()) std::cout << strprintf(" %13s", "measured");
+  std::cout << "  best program\n";
   for (const auto& w : r.winners) {
     const std::string versus =
         w.nccl_time_us > 0 ? strprintf("%7.2fx", w.nccl_time_us / w.time_us) : "      -";
-    std::cout << strprintf(
-        "%8s %11.2f %8.3f %8s %12s %10.2f  #%lld %s\n", support::format_size(w.size_bytes).c_str(),
-        w.busbw_GBps, w.time_us / w.bound_us, versus.c_str(),
-        w.nccl_choice.empty() ? "-" : w.nccl_choice.c_str(), w.flow_busbw_GBps,
-        static_cast<long long>(w.program_id), short_program(w.program_source).c_str());
+    std::cout << strprintf("%8s %11.2f %8.3f %8s %12s %10.2f",
+                           support::format_size(w.size_bytes).c_str(), w.busbw_GBps,
+                           w.time_us / w.bound_us, versus.c_str(),
+                           w.nccl_choice.empty() ? "-" : w.nccl_choice.c_str(), w.flow_busbw_GBps);
+    if (!hw.empty())
+      std::cout << (w.measured_time_us > 0 ? strprintf(" %10.2f us", w.measured_time_us)
+                                           : strprintf(" %13s", "-"));
+    std::cout << strprintf("  #%lld %s\n", static_cast<long long>(w.program_id),
+                           short_program(w.program_source).c_str());
   }
   std::cout << "\nx bound: time / lower bound (1 = the network's limit); vs nccl: speed-up over "
                "what NCCL's tuner\n"
                "picks at that size (nccl runs: its algorithm/protocol), simulated in the same "
                "cost model;\nflow: the winner in the flow model.\n";
+  if (!hw.empty())
+    std::cout << "measured: the winner's time on " << hw
+              << " (- not measured); at a size where some candidate was measured,\n"
+                 "the winner is the fastest measured one (the other columns: its simulated "
+                 "figures).\n";
   if (!r.nccl_missing.empty()) std::cout << "no NCCL column: " << r.nccl_missing << "\n";
   if (!r.winners.empty())
     std::cout
@@ -163,16 +183,63 @@ void print_model_calls(const explore::ExploreResult& r, const std::string& db) {
             << strprintf("; optiflow history calls %lld\n", static_cast<long long>(r.run_id));
 }
 
+// A scratch directory, removed when the run ends however it ends.
+struct WorkDir {
+  std::filesystem::path path;
+  ~WorkDir() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// --hw: each measurement is `optiflow run` under the launcher; it stores its results in the
+// run's database, by schedule hash, beside the candidates.
+void set_up_measurement(ExploreArgs& args, const std::filesystem::path& work) {
+  const support::SourceLocation where{"command line", 0, 0, "--hw"};
+  if (args.hw != "mpi" && args.hw != "nccl")
+    throw support::InputError(where, "unknown backend '" + args.hw + "' (mpi or nccl)");
+  if (args.hw == "nccl" && !hw_runner::nccl_backend_built())
+    throw support::InputError(where, "this optiflow was built without CUDA and NCCL");
+  if (args.options.hw_topk < 1)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--hw-topk"},
+                              "measure at least 1 candidate per batch");
+  std::filesystem::create_directories(work);
+  args.options.hw_backend = args.hw;
+  args.options.measure = [&args, work](const schedule::Schedule& schedule,
+                                       const std::string& topology,
+                                       std::span<const std::uint64_t> sizes) {
+    HwRun run;
+    run.backend = args.hw;
+    run.topology = topology;
+    run.sizes.assign(sizes.begin(), sizes.end());
+    run.iters = args.hw_iters;
+    run.db = args.options.db_path;
+    run.work = work;
+    run.log = work / "job.log";
+    return std::optional<std::vector<double>>(run_on_hardware(schedule, run));
+  };
+}
+
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
   if (args.resume > 0) args.options.resume = args.resume;
   if (uses_model(args.options.proposer)) args.model_settings();  // bad ones fail before the run
+  WorkDir work;
+  if (!args.hw.empty()) {
+    work.path =
+        std::filesystem::temp_directory_path() / ("optiflow-explore-" + std::to_string(getpid()));
+    set_up_measurement(args, work.path);
+  }
   ProgressLine progress;
+  args.options.warn = [&progress](const std::string& message) {
+    progress.finish();
+    std::cerr << "warning: " << message << "\n";
+  };
   const auto result = explore::explore(args.options, proposer_factory(args),
                                        [&](const explore::Progress& p) { progress(p); });
   progress.finish();
-  print_result(result, args.collective, args.options.db_path);
+  print_result(result, args.collective, args.options.db_path, args.hw);
   print_model_calls(result, args.options.db_path);
   if (!result.stop_reason.empty())
     std::cout << "stopped before the budget: " << result.stop_reason << "\n";
@@ -247,6 +314,17 @@ void add_explore_command(CLI::App& app) {
   cmd->add_option("--out", args->options.out_dir, "where the winners' schedules go")
       ->capture_default_str();
   cmd->add_option("--threads", args->options.threads, "worker threads (0: all cores)");
+  const char* hw = "Hardware (docs/explore.md)";
+  cmd->add_option("--hw", args->hw,
+                  "mpi | nccl: also run the best candidates of each batch for real; measured "
+                  "times then pick the winners")
+      ->group(hw);
+  cmd->add_option("--hw-topk", args->options.hw_topk, "candidates measured per batch")
+      ->capture_default_str()
+      ->group(hw);
+  cmd->add_option("--hw-iters", args->hw_iters, "timed iterations per size of a measurement")
+      ->capture_default_str()
+      ->group(hw);
   add_llm_options(*cmd, args->llm);
   cmd->callback([args] { run_explore(*args); });
 }

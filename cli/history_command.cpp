@@ -1,5 +1,5 @@
-// `optiflow history runs | run RUN | calls RUN | comparisons | best | program ID | export`: queries
-// over the database.
+// `optiflow history runs | run RUN | calls RUN | comparisons | calibrations | best | program ID |
+// export`: queries over the database.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -177,6 +177,25 @@ void comparisons(const HistoryArgs& args) {
   }
 }
 
+void calibrations(const HistoryArgs& args) {
+  const db::Store store = open_store(args);
+  std::cout << strprintf("%5s %-20s %-16s %-7s %5s %-16s %21s %21s\n", "id", "time", "host",
+                         "backend", "ranks", "topology", "|error| before (med/max)",
+                         "after (med/max)");
+  for (const db::CalibrationRecord& c : store.calibrations()) {
+    const auto errors = [&](double median, double worst) {
+      return c.checked ? strprintf("%.1f%% / %.1f%%", 100 * median, 100 * worst)
+                       : std::string("not checked");
+    };
+    std::cout << strprintf("%5lld %-20s %-16s %-7s %5lld %-16s %21s %21s\n",
+                           static_cast<long long>(c.id), c.created_at.substr(0, 19).c_str(),
+                           c.host.c_str(), c.backend.c_str(), static_cast<long long>(c.ranks),
+                           c.topology_name.c_str(),
+                           errors(c.median_error_before, c.worst_error_before).c_str(),
+                           errors(c.median_error_after, c.worst_error_after).c_str());
+  }
+}
+
 void export_results(const HistoryArgs& args) {
   const db::Store store = open_store(args);
   const auto rows = store.results(args.filter);
@@ -240,6 +259,10 @@ void add_history_command(CLI::App& app) {
       "comparisons", "Stored comparison studies (optiflow compare): busbw and x bound per size");
   add_filters(*studies, *args);
   studies->callback([args] { comparisons(*args); });
+
+  auto* calibrated = history->add_subcommand(
+      "calibrations", "Stored calibrations (optiflow calibrate): the simulator's error per run");
+  calibrated->callback([args] { calibrations(*args); });
 
   auto* top = history->add_subcommand("best", "Best program per size across runs");
   add_filters(*top, *args);

@@ -429,4 +429,35 @@ ModelCallTotals Store::model_call_totals(Id run_id) const {
                          q->real(6)};
 }
 
+std::vector<CalibrationRecord> Store::calibrations() const {
+  return snapshot(*impl_, [&] {
+    std::vector<CalibrationRecord> found;
+    Query q = impl_->query(
+        "SELECT c.id, c.created_at, c.host, c.backend, c.ranks, c.topology_id, t.name, t.json, "
+        "c.checked, c.median_error_before, c.worst_error_before, c.median_error_after, "
+        "c.worst_error_after, c.check_json, c.options_json FROM calibrations c "
+        "JOIN topologies t ON t.id = c.topology_id ORDER BY c.created_at DESC, c.id DESC");
+    while (q->step()) {
+      CalibrationRecord c;
+      c.id = q->int64(0);
+      c.created_at = q->text(1);
+      c.host = q->text(2);
+      c.backend = q->text(3);
+      c.ranks = q->int64(4);
+      c.topology_id = q->int64(5);
+      c.topology_name = q->text(6);
+      c.topology_json = q->text(7);
+      c.checked = q->int64(8) != 0;
+      c.median_error_before = q->real(9);
+      c.worst_error_before = q->real(10);
+      c.median_error_after = q->real(11);
+      c.worst_error_after = q->real(12);
+      c.check_json = q->text(13);
+      c.options_json = q->text(14);
+      found.push_back(std::move(c));
+    }
+    return found;
+  });
+}
+
 }  // namespace optiflow::db

@@ -192,6 +192,24 @@ CREATE TABLE comparison_results (
   PRIMARY KEY (comparison_id, position, size_bytes)
 ) WITHOUT ROWID;
 )sql"},
+    Migration{4, "calibrations", R"sql(
+CREATE TABLE calibrations (
+  id                   INTEGER PRIMARY KEY,
+  created_at           TEXT NOT NULL,
+  host                 TEXT NOT NULL,
+  backend              TEXT NOT NULL,
+  ranks                INTEGER NOT NULL CHECK (ranks > 0),
+  topology_id          INTEGER NOT NULL REFERENCES topologies(id),
+  checked              INTEGER NOT NULL CHECK (checked IN (0, 1)),
+  median_error_before  REAL NOT NULL,
+  worst_error_before   REAL NOT NULL,
+  median_error_after   REAL NOT NULL,
+  worst_error_after    REAL NOT NULL,
+  check_json           TEXT NOT NULL,
+  options_json         TEXT NOT NULL
+);
+CREATE INDEX calibrations_by_time ON calibrations(created_at);
+)sql"},
 };
 
 static_assert(kMigrations.back().version == Store::kSchemaVersion,

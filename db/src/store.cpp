@@ -68,6 +68,24 @@ std::string host_name() {
                 "hash collision: " + hash + " already stores a different " + what);
 }
 
+// The topology's id, stored once per content hash of its JSON.
+Id put_topology_row(Store::Impl& impl, const std::string& name, const std::string& topology_json) {
+  const std::string hash = content_hash(topology_json);
+  {
+    Query q = impl.query("SELECT id, json FROM topologies WHERE hash = ?1");
+    q->bind_all(hash);
+    if (q->step()) {
+      if (q->text(1) != topology_json) collision("topology", hash);
+      return q->int64(0);
+    }
+  }
+  Query q = impl.query(
+      "INSERT INTO topologies(hash, name, json, created_at) VALUES (?1, ?2, ?3, ?4) RETURNING id");
+  q->bind_all(hash, name, topology_json, utc_now());
+  q->step();
+  return q->int64(0);
+}
+
 Id topology_of_run(Store::Impl& impl, Id run_id) {
   Query q = impl.query("SELECT topology_id FROM runs WHERE id = ?1");
   q->bind_all(run_id);
@@ -199,23 +217,8 @@ Store Store::open(const std::string& path) {
 }
 
 Id Store::put_topology(const std::string& name, const std::string& topology_json) {
-  return impl_->transaction("put_topology", [&] {
-    const std::string hash = content_hash(topology_json);
-    {
-      Query q = impl_->query("SELECT id, json FROM topologies WHERE hash = ?1");
-      q->bind_all(hash);
-      if (q->step()) {
-        if (q->text(1) != topology_json) collision("topology", hash);
-        return q->int64(0);
-      }
-    }
-    Query q = impl_->query(
-        "INSERT INTO topologies(hash, name, json, created_at) VALUES (?1, ?2, ?3, ?4) RETURNING "
-        "id");
-    q->bind_all(hash, name, topology_json, utc_now());
-    q->step();
-    return q->int64(0);
-  });
+  return impl_->transaction("put_topology",
+                            [&] { return put_topology_row(*impl_, name, topology_json); });
 }
 
 Id Store::begin_run(RunInfo info) {
@@ -392,6 +395,22 @@ Id Store::record_model_call(const ModelCall& call) {
                 call.latency_ms, call.request, call.response, utc_now(), call.purpose,
                 call.request_hash, call.text_stored, call.cached, call.finish_reason, call.error,
                 call.cost);
+    q->step();
+    return q->int64(0);
+  });
+}
+
+Id Store::record_calibration(const CalibrationRecord& c) {
+  return impl_->transaction("record_calibration", [&] {
+    const Id topology_id = put_topology_row(*impl_, c.topology_name, c.topology_json);
+    Query q = impl_->query(
+        "INSERT INTO calibrations(created_at, host, backend, ranks, topology_id, checked, "
+        "median_error_before, worst_error_before, median_error_after, worst_error_after, "
+        "check_json, options_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+        "RETURNING id");
+    q->bind_all(utc_now(), c.host.empty() ? host_name() : c.host, c.backend, c.ranks, topology_id,
+                c.checked, c.median_error_before, c.worst_error_before, c.median_error_after,
+                c.worst_error_after, c.check_json, c.options_json);
     q->step();
     return q->int64(0);
   });

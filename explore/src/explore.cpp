@@ -7,14 +7,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 #include "evaluator.hpp"
@@ -145,6 +148,7 @@ class Exploration {
       if (batch.empty()) break;
       evaluate(batch);
       until_proposer_fails([&] { repair(batch); });
+      measure(batch);
       for (Candidate& c : batch) commit(c);
       if (++iteration % kMigrateEvery == 0) population_.migrate();
       report();
@@ -195,9 +199,13 @@ class Exploration {
       info.budget = options_.budget;
       info.host = hostname();
       info.git_revision = OPTIFLOW_GIT_REVISION;
-      info.options_json =
-          nlohmann::json{{"topology", options_.topology}, {"time_limit_s", options_.time_limit_s}}
-              .dump();
+      nlohmann::json saved{{"topology", options_.topology},
+                           {"time_limit_s", options_.time_limit_s}};
+      if (measuring()) {
+        saved["hw_backend"] = options_.hw_backend;
+        saved["hw_topk"] = options_.hw_topk;
+      }
+      info.options_json = saved.dump();
       run_id_ = store_.begin_run(info);
     } else {
       store_.set_run_status(run_id_, "running");
@@ -381,9 +389,84 @@ class Exploration {
       }
   }
 
+  bool measuring() const { return options_.measure && options_.hw_topk > 0; }
+
+  // Mean over the sizes of log(simulated time / bound): how measurements are ranked.
+  double mean_log_ratio(const Simulated& simulated) const {
+    double sum = 0;
+    for (std::size_t s = 0; s < bound_us_.size(); ++s)
+      sum += std::log(simulated.time_us[s] / bound_us_[s]);
+    return sum / static_cast<double>(bound_us_.size());
+  }
+
+  void warn(const std::string& message) const {
+    if (options_.warn)
+      options_.warn(message);
+    else
+      std::cerr << "warning: " << message << "\n";
+  }
+
+  // --hw: the batch's best hw_topk schedules by simulated time, each measured once per run.
+  // A failed measurement leaves the candidate its simulated result, and is not retried.
+  void measure(const std::vector<Candidate>& batch) {
+    if (!measuring()) return;
+    std::vector<std::pair<double, std::size_t>> ranked;
+    std::set<std::string> hashes;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const Candidate& c = batch[i];
+      // A reused candidate's schedule was a candidate's before (and is no longer kept).
+      if (!c.ok() || c.reused || measured_.contains(c.compiled.schedule_hash) ||
+          !hashes.insert(c.compiled.schedule_hash).second)
+        continue;
+      ranked.emplace_back(mean_log_ratio(c.simulated), i);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    ranked.resize(std::min(ranked.size(), static_cast<std::size_t>(options_.hw_topk)));
+    for (const auto& [score, i] : ranked) {
+      const Candidate& c = batch[i];
+      std::optional<std::vector<double>> times;
+      std::string why = "no result";
+      try {
+        times = options_.measure(c.compiled.schedule, options_.topology, options_.sizes);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      const bool valid = times && times->size() == options_.sizes.size() &&
+                         std::all_of(times->begin(), times->end(), [](double t) { return t > 0; });
+      if (!valid) {
+        if (times) why = "a time missing or not positive";
+        warn("candidate " + std::to_string(c.seq) + " (schedule " + c.compiled.schedule_hash +
+             ") could not be measured on " + options_.hw_backend + ": " + why +
+             "; it keeps its simulated result");
+        measured_[c.compiled.schedule_hash] = std::nullopt;
+        ++measure_failed_;
+        continue;
+      }
+      measured_[c.compiled.schedule_hash] = std::move(times);
+      ++measured_count_;
+    }
+  }
+
+  // The candidate's measured times, or null when it was not measured.
+  const std::vector<double>* measured_times(const Candidate& c) const {
+    if (!c.ok()) return nullptr;
+    const auto it = measured_.find(c.compiled.schedule_hash);
+    return it != measured_.end() && it->second ? &*it->second : nullptr;
+  }
+
+  // Whether the candidate becomes size s's winner: measured times compete with measured ones
+  // only, and once a size has a measured winner only a faster measurement replaces it.
+  bool beats(std::size_t s, const Candidate& c, const std::vector<double>* hw) const {
+    const Best& best = best_[s];
+    if (hw) return best.measured_us == 0 || (*hw)[s] < best.measured_us;
+    return best.measured_us == 0 && (best.time_us == 0 || c.simulated.time_us[s] < best.time_us);
+  }
+
   void commit(Candidate& c) {
     const bool ok = c.ok();
-    const bool improves = ok && improves_some_size(c);
+    const std::vector<double>* hw = measured_times(c);
+    const bool improves = ok && improves_some_size(c, hw);
     std::int64_t program_id = 0;
     if (static_cast<std::size_t>(c.seq) < committed_.size()) {
       const auto& stored = committed_[static_cast<std::size_t>(c.seq)];
@@ -425,14 +508,15 @@ class Exploration {
     entry.parent.source = c.stored_source();
     entry.parent.diagnostics = c.diagnostics();
     if (ok) {
-      entry.time_us = c.simulated.time_us;
+      // What selection and proposers see: the measured times where there are some.
+      entry.time_us = hw ? *hw : c.simulated.time_us;
       for (std::size_t s = 0; s < options_.sizes.size(); ++s)
         entry.parent.results.push_back(propose::SizeResult{
-            options_.sizes[s], c.simulated.time_us[s], c.simulated.time_us[s] / bound_us_[s]});
+            options_.sizes[s], entry.time_us[s], entry.time_us[s] / bound_us_[s], hw != nullptr});
       entry.parent.busiest_links = c.simulated.busiest_links;
       entry.parent.idle_links = c.simulated.idle_links;
       entry.parent.critical_path = c.simulated.critical_path;
-      record_best(entry, c);
+      record_best(entry, c, hw);
     } else {
       recent_failures_.push_front(entry.parent);
       if (recent_failures_.size() > kFailuresShown) recent_failures_.pop_back();
@@ -446,22 +530,23 @@ class Exploration {
     compiled_ += ok ? 1 : 0;
   }
 
-  bool improves_some_size(const Candidate& c) const {
+  bool improves_some_size(const Candidate& c, const std::vector<double>* hw) const {
     for (std::size_t s = 0; s < best_.size(); ++s)
-      if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us) return true;
+      if (beats(s, c, hw)) return true;
     return false;
   }
 
   // Winners keep their schedule (moved out of the candidate, the last to need it), so that
   // finish() writes them without compiling again.
-  void record_best(const Entry& entry, Candidate& c) {
+  void record_best(const Entry& entry, Candidate& c, const std::vector<double>* hw) {
     std::shared_ptr<const schedule::Schedule> kept;
     for (std::size_t s = 0; s < best_.size(); ++s)
-      if (best_[s].time_us == 0 || c.simulated.time_us[s] < best_[s].time_us) {
+      if (beats(s, c, hw)) {
         if (!kept)
           kept = std::make_shared<const schedule::Schedule>(std::move(c.compiled.schedule));
-        best_[s] = Best{c.simulated.time_us[s], c.simulated.busbw_GBps[s], entry.program_id,
-                        entry.parent, kept};
+        best_[s] = Best{
+            c.simulated.time_us[s], c.simulated.busbw_GBps[s], entry.program_id, entry.parent, kept,
+            hw ? (*hw)[s] : 0.0};
       }
   }
 
@@ -486,6 +571,8 @@ class Exploration {
     result.topology = topology_->name();
     result.candidates = seq;
     result.compiled = compiled_;
+    result.measured = measured_count_;
+    result.measure_failed = measure_failed_;
     result.nccl_missing = nccl_missing_;
     result.stop_reason = stop_reason_;
     result.failure = failure_;
@@ -499,6 +586,7 @@ class Exploration {
       w.time_us = best_[s].time_us;
       w.busbw_GBps = best_[s].busbw_GBps;
       w.bound_us = bound_us_[s];
+      w.measured_time_us = best_[s].measured_us;
       if (!context_.nccl.empty()) {
         w.nccl_time_us = context_.nccl[s].time_us;
         w.nccl_choice = context_.nccl[s].choice;
@@ -528,6 +616,7 @@ class Exploration {
     std::int64_t program_id = 0;
     propose::Parent parent;  // its source and results, as proposers see them
     std::shared_ptr<const schedule::Schedule> schedule;
+    double measured_us = 0;  // --hw: its measured time; 0 = not measured
   };
 
   ExploreOptions options_;
@@ -546,6 +635,9 @@ class Exploration {
   std::vector<Best> best_;
   std::map<std::string, std::pair<Compiled, Simulated>> seen_;  // by canonical program
   std::map<std::string, Simulated> simulated_;                  // by schedule hash
+  // --hw: measured times by schedule hash; nullopt: the measurement failed (not retried).
+  std::map<std::string, std::optional<std::vector<double>>> measured_;
+  std::int64_t measured_count_ = 0, measure_failed_ = 0;
   std::mt19937_64 rng_{0};
   std::deque<Candidate> pending_;  // proposed, not yet evaluated
   std::deque<propose::Parent> recent_failures_;

@@ -1,5 +1,6 @@
 #include "optiflow/hw_runner/launch.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,6 +88,14 @@ int launch(const LaunchOptions& options, const std::vector<std::string>& command
   if (child < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (child == 0) {
     setpgid(0, 0);  // its own process group, so that a timeout can end every rank at once
+    if (!options.output.empty()) {
+      const int fd = open(options.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) {
+        std::fprintf(stderr, "optiflow run: cannot write %s: %s\n", options.output.c_str(),
+                     std::strerror(errno));
+        std::_Exit(127);
+      }
+    }
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "optiflow run: cannot start %s: %s\n", argv[0], std::strerror(errno));
     std::_Exit(127);

@@ -1,5 +1,6 @@
 #include "optiflow/llm/prompts.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -52,13 +53,19 @@ std::vector<std::size_t> shown_sizes(std::size_t count) {
   return shown;
 }
 
+// Times measured on hardware (explore --hw) are marked, and so are the simulated ones beside
+// them; a table of simulated times alone reads as before, so that recorded replies still replay.
+// NCCL's time is simulated, so a measured time gets no speed-up over it.
 std::string results_table(const ProposalContext& context, const Parent& parent) {
+  const bool some_measured = std::any_of(parent.results.begin(), parent.results.end(),
+                                         [](const propose::SizeResult& r) { return r.measured; });
   std::string text = "| size | time us | x bound | vs NCCL |\n|---|---|---|---|\n";
   for (std::size_t s : shown_sizes(parent.results.size())) {
     const propose::SizeResult& r = parent.results[s];
-    const bool nccl = s < context.nccl.size() && context.nccl[s].time_us > 0;
-    text += format("| %s | %.2f | %.3f | %s |\n", support::format_size(r.size_bytes).c_str(),
-                   r.time_us, r.bound_ratio,
+    const bool nccl = s < context.nccl.size() && context.nccl[s].time_us > 0 && !r.measured;
+    const char* how = !some_measured ? "" : r.measured ? " (measured)" : " (simulated)";
+    text += format("| %s | %.2f%s | %.3f | %s |\n", support::format_size(r.size_bytes).c_str(),
+                   r.time_us, how, r.bound_ratio,
                    nccl ? format("%.2fx", context.nccl[s].time_us / r.time_us).c_str() : "-");
   }
   return text;

@@ -136,9 +136,9 @@ TEST(StoreSchema, CreatesMigratesAndReopens) {
   }
   Raw raw(db.path());
   EXPECT_EQ(raw.text("PRAGMA user_version"), std::to_string(Store::kSchemaVersion));
-  for (const char* table :
-       {"topologies", "runs", "run_sizes", "programs", "program_parents", "schedules",
-        "compilations", "simulations", "hw_results", "candidates", "model_calls"})
+  for (const char* table : {"topologies", "runs", "run_sizes", "programs", "program_parents",
+                            "schedules", "compilations", "simulations", "hw_results", "candidates",
+                            "model_calls", "comparisons", "calibrations"})
     EXPECT_EQ(
         raw.text(std::string("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '") +
                  table + "'"),
@@ -454,6 +454,46 @@ TEST_F(StoreTest, HardwareResultsAndModelCalls) {
   EXPECT_EQ(calls[0].response, "{\"choices\":[]}");
   EXPECT_EQ(calls[0].finish_reason, "stop");
   EXPECT_FALSE(calls[0].called_at.empty());
+}
+
+TEST_F(StoreTest, CalibrationsRoundTripNewestFirstWithTheirTopology) {
+  CalibrationRecord c;
+  c.backend = "mpi";
+  c.ranks = 2;
+  c.topology_name = "calibrated-mpi2";
+  c.topology_json = R"({"name":"calibrated-mpi2","nodes":[],"links":[]})";
+  c.checked = true;
+  c.median_error_before = 0.5;
+  c.worst_error_before = 0.9;
+  c.median_error_after = 0.05;
+  c.worst_error_after = 0.125;
+  c.check_json = R"([{"schedule":"ring over all","size_bytes":4096}])";
+  c.options_json = R"({"iters":3})";
+  const Id first = store_.record_calibration(c);
+  c.checked = false;
+  c.host = "node7";
+  const Id second = store_.record_calibration(c);  // the same topology: stored once
+  const auto found = store_.calibrations();
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].id, second);
+  EXPECT_EQ(found[1].id, first);
+  EXPECT_EQ(found[0].host, "node7");
+  EXPECT_FALSE(found[1].host.empty());  // this machine's name
+  EXPECT_FALSE(found[1].created_at.empty());
+  EXPECT_EQ(found[1].backend, "mpi");
+  EXPECT_EQ(found[1].ranks, 2);
+  EXPECT_EQ(found[1].topology_name, "calibrated-mpi2");
+  EXPECT_EQ(found[1].topology_json, c.topology_json);
+  EXPECT_EQ(found[0].topology_id, found[1].topology_id);
+  EXPECT_TRUE(found[1].checked);
+  EXPECT_FALSE(found[0].checked);
+  EXPECT_DOUBLE_EQ(found[1].median_error_before, 0.5);
+  EXPECT_DOUBLE_EQ(found[1].worst_error_before, 0.9);
+  EXPECT_DOUBLE_EQ(found[1].median_error_after, 0.05);
+  EXPECT_DOUBLE_EQ(found[1].worst_error_after, 0.125);
+  EXPECT_EQ(found[1].check_json, c.check_json);
+  EXPECT_EQ(found[1].options_json, c.options_json);
+  EXPECT_EQ(Raw(db_.path()).count("topologies"), 2);  // ring4 of the fixture, and this one
 }
 
 TEST_F(StoreTest, ModelCallsAreAReplayCacheAndSumUpPerRun) {

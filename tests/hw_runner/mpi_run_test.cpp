@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "../e2e/e2e_support.hpp"
@@ -22,8 +23,10 @@ using e2e::slurp;
 // Under the asan preset, the ranks must not report what the MPI library keeps until exit: its
 // plugins are unloaded before LeakSanitizer runs, so their leaks have no module a suppression
 // could name. The ranks keep ASan's other checks; leak checking stays on everywhere else.
-int run_optiflow(const fs::path& dir, const std::string& args, std::string* out = nullptr) {
-  const std::string env = "LSAN_OPTIONS='suppressions=" + std::string(OPTIFLOW_SOURCE_DIR) +
+int run_optiflow(const fs::path& dir, const std::string& args, std::string* out = nullptr,
+                 const std::string& more_env = "") {
+  const std::string env = more_env +
+                          " LSAN_OPTIONS='suppressions=" + std::string(OPTIFLOW_SOURCE_DIR) +
                           "/tests/hw_runner/lsan.supp:print_suppressions=0' "
                           "ASAN_OPTIONS='detect_leaks=0:abort_on_error=1'";
   return e2e::run_optiflow(dir, args, out, env);
@@ -52,14 +55,16 @@ class MpiRunTest : public ::testing::Test {
   std::string err() const { return slurp(dir_ / "err"); }
 
   /// Rows of hw_results in this test's database (0 when it does not exist).
-  int stored_rows() const {
+  int stored_rows() const { return count("SELECT count(*) FROM hw_results"); }
+
+  /// The one integer `query` gives on this test's database (0 when it does not exist).
+  int count(const std::string& query) const {
     if (!fs::exists(dir_ / "run.db")) return 0;
     sqlite3* db = nullptr;
     sqlite3_open((dir_ / "run.db").string().c_str(), &db);
     sqlite3_stmt* statement = nullptr;
     int rows = -1;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM hw_results", -1, &statement, nullptr) ==
-            SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, query.c_str(), -1, &statement, nullptr) == SQLITE_OK &&
         sqlite3_step(statement) == SQLITE_ROW)
       rows = sqlite3_column_int(statement, 0);
     sqlite3_finalize(statement);
@@ -227,7 +232,8 @@ TEST_F(MpiRunTest, CalibrationFitsEveryPairAndReportsTheSimulatorsErrorBeforeAnd
   std::string out;
   ASSERT_EQ(run_optiflow(dir_,
                          "calibrate --backend mpi --np 2 --sizes 1K,64K --iters 3 " +
-                             std::string("--check-sizes 4K -o ") + path("cal.json"),
+                             std::string("--check-sizes 4K -o ") + path("cal.json") + " --db " +
+                             path("run.db"),
                          &out),
             0)
       << out << err();
@@ -239,6 +245,66 @@ TEST_F(MpiRunTest, CalibrationFitsEveryPairAndReportsTheSimulatorsErrorBeforeAnd
   ASSERT_EQ(topo.at("links").size(), 1u);
   EXPECT_TRUE(topo.at("links").at(0).value("bidirectional", false));
   EXPECT_GT(topo.at("links").at(0).at("bw_GBps").get<double>(), 0);
+  // Stored, with its check: 3 schedules (ring, direct, rd) at one size.
+  EXPECT_NE(out.find("stored as calibration 1"), std::string::npos) << out;
+  EXPECT_EQ(count("SELECT count(*) FROM calibrations WHERE backend = 'mpi' AND ranks = 2 AND "
+                  "checked = 1 AND json_array_length(check_json) = 3 AND worst_error_after >= "
+                  "median_error_after"),
+            1);
+  ASSERT_EQ(run_optiflow(dir_, "history --db " + path("run.db") + " calibrations", &out), 0)
+      << err();
+  EXPECT_NE(out.find("calibrated-mpi2"), std::string::npos) << out;
+  EXPECT_NE(out.find("%"), std::string::npos) << out;
+}
+
+// explore --hw: each batch's best simulated candidate runs for real; the winners are the
+// fastest measured ones, and what was measured is stored beside the candidates.
+TEST_F(MpiRunTest, ExploreMeasuresEachBatchsBestCandidateAndPicksMeasuredWinners) {
+  std::string out;
+  ASSERT_EQ(run_optiflow(dir_,
+                         "explore --topo ring4 --budget 32 --sizes 4K,64K --hw mpi --hw-topk 1 "
+                         "--hw-iters 3 --db " +
+                             path("run.db") + " --out " + path("schedules"),
+                         &out),
+            0)
+      << out << err();
+  const auto line = out.find("measured on mpi: ");
+  ASSERT_NE(line, std::string::npos) << out;
+  std::istringstream summary(out.substr(line + 17));
+  int measured = 0;
+  summary >> measured;
+  // Two batches of 16, one candidate each (the second's best may repeat the first's schedule).
+  EXPECT_GE(measured, 1);
+  EXPECT_LE(measured, 2);
+  EXPECT_NE(out.find("schedules (0 failed)"), std::string::npos) << out;
+  EXPECT_EQ(count("SELECT count(DISTINCT schedule_id) FROM hw_results WHERE backend = 'mpi' AND "
+                  "schedule_id IN (SELECT schedule_id FROM candidates WHERE run_id = 1)"),
+            measured);
+  EXPECT_EQ(stored_rows(), 2 * measured);
+  // Both sizes' winners are measured: a time in the measured column, not "-".
+  EXPECT_NE(out.find("measured  best program"), std::string::npos) << out;
+  for (const std::string size : {"4K", "64K"}) {
+    const auto row = out.find("\n" + std::string(8 - size.size(), ' ') + size + " ");
+    ASSERT_NE(row, std::string::npos) << out;
+    const std::string text = out.substr(row + 1, out.find('\n', row + 1) - row - 1);
+    EXPECT_NE(text.find(" us  #"), std::string::npos) << text;
+  }
+}
+
+TEST_F(MpiRunTest, ExploreGoesOnWithSimulatedResultsWhenAMeasurementFails) {
+  std::string out;
+  ASSERT_EQ(run_optiflow(dir_,
+                         "explore --topo ring4 --budget 16 --sizes 4K --hw mpi --db " +
+                             path("run.db") + " --out " + path("schedules"),
+                         &out, "OPTIFLOW_MPIRUN=false"),
+            0)
+      << out << err();
+  EXPECT_NE(err().find("warning: candidate "), std::string::npos) << err();
+  EXPECT_NE(err().find("could not be measured on mpi: the job failed"), std::string::npos) << err();
+  EXPECT_NE(out.find("measured on mpi: 0 schedules (1 failed)"), std::string::npos) << out;
+  EXPECT_EQ(count("SELECT count(*) FROM candidates"), 16);
+  EXPECT_EQ(stored_rows(), 0);
+  EXPECT_NE(out.find("            -  #"), std::string::npos) << out;  // simulated winners
 }
 
 TEST_F(MpiRunTest, WrongRankCountIsRefusedBeforeLaunching) {

@@ -135,6 +135,20 @@ TEST_F(LlmProposerTest, ThePromptCarriesTheTaskAndTheRequestsSeed) {
             improve_prompt(task_header(context_), context_, request(5), 2));
 }
 
+TEST_F(LlmProposerTest, MeasuredTimesAreMarkedAndSimulatedOnesAloneReadAsBefore) {
+  const std::string header = task_header(context_);
+  ProposalRequest r = request(5);
+  const std::string simulated = improve_prompt(header, context_, r, 2);
+  EXPECT_EQ(simulated.find("(simulated)"), std::string::npos) << simulated;
+  EXPECT_NE(simulated.find("| 1K | 20.00 | 1.500 | 0.62x |"), std::string::npos) << simulated;
+  r.parents[0].results[1].measured = true;  // explore --hw measured it at 1M
+  const std::string measured = improve_prompt(header, context_, r, 2);
+  EXPECT_NE(measured.find("| 1K | 20.00 (simulated) | 1.500 | 0.62x |"), std::string::npos)
+      << measured;
+  // NCCL's time is simulated: no speed-up over it for a measured time.
+  EXPECT_NE(measured.find("| 1M | 60.00 (measured) | 1.200 | - |"), std::string::npos) << measured;
+}
+
 TEST_F(LlmProposerTest, ARecordedRequestIsAnsweredFromTheStore) {
   server_.set_fallback([](const nlohmann::json&) { return reply_with(kTwoPrograms); });
   const auto first = proposer()->propose(std::vector<ProposalRequest>{request(9)});

@@ -196,6 +196,23 @@ struct ComparisonRecord {
   std::vector<ComparisonContender> contenders;
 };
 
+/// One `optiflow calibrate`: the calibrated topology and the simulator check that came with
+/// it (docs/cluster.md). Errors are |simulated - measured| / measured, as fractions.
+struct CalibrationRecord {
+  Id id = 0;               ///< filled when read
+  std::string created_at;  ///< filled when read
+  std::string host;        ///< empty when recorded: this machine's name
+  std::string backend;     ///< "mpi", ...
+  std::int64_t ranks = 0;
+  std::string topology_name, topology_json;  ///< stored in topologies (deduplicated)
+  Id topology_id = 0;                        ///< filled when read
+  bool checked = false;                      ///< the simulator check ran (no --no-check)
+  double median_error_before = 0, worst_error_before = 0;
+  double median_error_after = 0, worst_error_after = 0;
+  std::string check_json = "[]";  ///< the check's rows, a JSON array
+  std::string options_json = "{}";
+};
+
 /// One SQLite file: WAL mode, foreign keys on, schema migrated forward on open, every write
 /// in a transaction. Readers (the GUI, `optiflow history`) may open it while a run writes.
 /// A Store is one connection: use it from one thread at a time (open one per thread).
@@ -208,7 +225,7 @@ class Store {
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
 
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   int schema_version() const;
 
   /// Stores a topology once per content hash of its JSON; returns its id. The name is the
@@ -286,6 +303,11 @@ class Store {
   Id record_comparison(const ComparisonRecord& comparison);
   /// Comparisons (newest first) matching the filter's topology, collective and since.
   std::vector<ComparisonRecord> comparisons(const HistoryFilter& filter = {}) const;
+
+  /// Records a calibration and its topology; returns its id.
+  Id record_calibration(const CalibrationRecord& calibration);
+  /// Every calibration, newest first.
+  std::vector<CalibrationRecord> calibrations() const;
 
   struct Impl;  ///< opaque
 

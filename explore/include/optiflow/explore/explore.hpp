@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "optiflow/propose/proposer.hpp"
+#include "optiflow/schedule/schedule.hpp"
 #include "optiflow/support/collective.hpp"
 
 namespace optiflow::explore {
@@ -28,6 +30,19 @@ struct ExploreOptions {
   /// Asked after each batch: true ends the run there, as "interrupted" (resumable with
   /// `resume`); the GUI's stop button. Empty: never.
   std::function<bool()> should_stop;
+
+  /// --hw: runs a schedule on real hardware at these sizes (on `topology`, the run's built-in
+  /// name or file) and returns its measured time per size; nullopt or an exception: the
+  /// measurement failed. The CLI launches `optiflow run`, which stores what it measured in
+  /// hw_results. Empty: nothing is measured, and the run is what it was without it.
+  using Measure = std::function<std::optional<std::vector<double>>(
+      const schedule::Schedule& schedule, const std::string& topology,
+      std::span<const std::uint64_t> sizes)>;
+  Measure measure;
+  int hw_topk = 1;         ///< with `measure`: candidates measured per batch, the best simulated
+  std::string hw_backend;  ///< with `measure`: its backend, for the record (mpi | nccl)
+  /// Told why a measurement failed (the run goes on with the simulated result); empty: stderr.
+  std::function<void(const std::string&)> warn;
 };
 
 /// The best schedule found for one size.
@@ -42,13 +57,18 @@ struct SizeWinner {
   double nccl_time_us = 0;
   std::string nccl_choice;
   std::string schedule_path, msccl_path;
+  /// With --hw: the winner's measured time (0 = not measured). Once some candidate is measured
+  /// at a size, the winner there is the fastest measured one; time_us stays its simulated time.
+  double measured_time_us = 0;
 };
 
 struct ExploreResult {
   std::int64_t run_id = 0;
   std::string topology;
-  std::int64_t candidates = 0;  ///< evaluated in this run, in total
-  std::int64_t compiled = 0;    ///< of which compiled and verified
+  std::int64_t candidates = 0;      ///< evaluated in this run, in total
+  std::int64_t compiled = 0;        ///< of which compiled and verified
+  std::int64_t measured = 0;        ///< with --hw: distinct schedules measured in this run
+  std::int64_t measure_failed = 0;  ///< with --hw: distinct schedules whose measurement failed
   double seconds = 0;
   /// Why there is no NCCL column (the baseline does not build this collective); empty if there is.
   std::string nccl_missing;

@@ -20,6 +20,9 @@ struct LaunchOptions {
   /// The launcher is killed after this long (0: no limit): the last resort when every rank's
   /// own timeout failed.
   double job_timeout_s = 0;
+  /// The job's standard output and error go to this file (truncated first); empty: they are
+  /// this process's.
+  std::string output;
 };
 
 /// The launcher's command line that runs `command` on every rank.

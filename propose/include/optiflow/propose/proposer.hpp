@@ -38,6 +38,7 @@ struct SizeResult {
   std::uint64_t size_bytes = 0;
   double time_us = 0;
   double bound_ratio = 0;  ///< time / lower bound (1 = optimal)
+  bool measured = false;   ///< run on real hardware (explore --hw); else simulated
 };
 
 /// The busiest and the idlest links of a parent at the largest size, as node ids.
