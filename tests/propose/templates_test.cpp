@@ -1,0 +1,59 @@
+// The offline proposer's templates: the rail-balancing program for rails of unequal bandwidth.
+#include "templates.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "optiflow/compiler/compiler.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/topology/bounds.hpp"
+#include "optiflow/topology/generators.hpp"
+
+namespace optiflow::propose {
+namespace {
+
+std::vector<std::string> balanced(const topology::Topology& topo) {
+  ProposalContext context;
+  context.topology = &topo;
+  std::vector<std::string> found;
+  for (std::string& program : template_programs(context))
+    if (program.find("scatter over hosts\n    ring over rails") != std::string::npos)
+      found.push_back(std::move(program));
+  return found;
+}
+
+TEST(TemplatesTest, ASlowNicsRailCarriesAShareInProportionToItsBandwidthOverItsOwnNics) {
+  const topology::Topology topo = topology::make_a100x4_degraded();
+  const auto programs = balanced(topo);
+  ASSERT_EQ(programs.size(), 4u);
+  // Rail 3 runs at a quarter of the others: GPU 3 keeps w = 8/29 of its share on it (so that
+  // rail 3 carries 8/29 of a share per host against 32/29 on the others) and scatters the rest.
+  const std::string& program = programs.front();
+  EXPECT_NE(program.find("weight (local == 3 ? 8 : 29)"), std::string::npos) << program;
+  EXPECT_NE(program.find("weight (local == 3 ? 21 : 0)"), std::string::npos) << program;
+  // The router would take h1.gpu3's traffic around its slow NIC, onto another rail.
+  EXPECT_NE(program.find("route 11 -> 3 via @\"h1.nic3\" @\"leaf3\" @\"h0.nic3\""),
+            std::string::npos)
+      << program;
+  EXPECT_NE(program.find("route 19 -> 11 via @\"h2.nic3\" @\"leaf3\" @\"h1.nic3\""),
+            std::string::npos)
+      << program;
+
+  const auto compiled = compiler::compile_program(program, "balanced", topo, {});
+  const std::uint64_t size = std::uint64_t{1} << 30;
+  const double time_us = sim::Simulator(topo, compiled.schedule).run(size).time_us;
+  const double bound_us =
+      topology::LowerBound::compute(topo, support::Collective::all_gather).at(size).time_us;
+  EXPECT_LT(time_us / bound_us, 1.03);
+}
+
+TEST(TemplatesTest, RailsOfEqualBandwidthNeedNoBalancing) {
+  EXPECT_TRUE(balanced(topology::make_a100(4)).empty());
+  EXPECT_TRUE(balanced(topology::make_dgx1()).empty());
+}
+
+}  // namespace
+}  // namespace optiflow::propose
