@@ -1,7 +1,8 @@
-// `optiflow calibrate --backend mpi --np N -o T.json`: measures point-to-point latency and
-// bandwidth between every pair of ranks, fits alpha/beta per pair, writes the calibrated
-// topology, and reports the simulator's error on compiled schedules run for real, with the
-// uncalibrated topology (before) and the calibrated one (after).
+// `optiflow calibrate --backend mpi|nccl --np N -o T.json`: measures point-to-point latency and
+// bandwidth between every pair of ranks (MPI between processes, or NCCL between GPUs), fits
+// alpha/beta per pair, writes the calibrated topology, and reports the simulator's error on
+// compiled schedules run for real with the same backend, with the uncalibrated topology
+// (before) and the calibrated one (after).
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,8 @@
 #include "optiflow/db/store.hpp"
 #include "optiflow/hw_runner/calibrate.hpp"
 #include "optiflow/hw_runner/launch.hpp"
+#include "optiflow/hw_runner/measure.hpp"
+#include "optiflow/hw_runner/nccl_backend.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/error.hpp"
@@ -54,9 +57,11 @@ std::vector<hw_runner::PairSample> read_samples(const std::string& path) {
   return samples;
 }
 
-topology::Topology calibrated_topology(int ranks,
+// Named after the backend ("calibrated-nccl4"): MPI between processes and NCCL between GPUs
+// measure different links.
+topology::Topology calibrated_topology(const std::string& backend, int ranks,
                                        const std::map<PairKey, hw_runner::LinkFit>& fits) {
-  topology::Topology topo("calibrated-mpi" + std::to_string(ranks));
+  topology::Topology topo("calibrated-" + backend + std::to_string(ranks));
   for (int r = 0; r < ranks; ++r)
     topo.add_node(topology::Node{"g" + std::to_string(r), topology::NodeKind::gpu, r, 0, r});
   for (const auto& [pair, fit] : fits)
@@ -135,6 +140,7 @@ SimulatorCheck check_simulator(const CalibrateArgs& args, topology::Topology aft
         compiler::compile_program(program, "calibrate", after, {}).schedule;
     std::cerr << "calibrate: running '" << program << "'...\n";
     HwRun run;
+    run.backend = args.backend;
     run.topology = (work / "topology.json").string();
     run.sizes = sizes;
     run.iters = args.iters;
@@ -220,22 +226,47 @@ void store_calibration(const CalibrateArgs& args, const topology::Topology& topo
             << " (optiflow history calibrations)\n";
 }
 
+[[noreturn]] void finish(int status) {
+  std::fflush(nullptr);
+  std::exit(status);
+}
+
+void check_backend(const std::string& backend) {
+  const support::SourceLocation where{"command line", 0, 0, "--backend"};
+  if (backend != "mpi" && backend != "nccl")
+    throw support::InputError(where, "unknown backend '" + backend + "' (mpi or nccl)");
+  if (backend == "nccl" && !hw_runner::nccl_backend_built())
+    throw support::InputError(where, "this optiflow was built without CUDA and NCCL");
+}
+
+// One rank of the calibration job: rank 0 writes the samples. A rank without a GPU ends with
+// kNoDevice, as `optiflow run`'s ranks do, so that the launcher reports a skip.
+void calibrate_rank(const CalibrateArgs& args, const hw_runner::CalibrationOptions& options) {
+  std::vector<hw_runner::PairSample> samples;
+  if (args.backend == "nccl") {
+    try {
+      samples = hw_runner::run_nccl_calibration(options);
+    } catch (const hw_runner::NoDeviceError&) {
+      finish(hw_runner::kNoDevice);
+    }
+  } else {
+    samples = hw_runner::run_mpi_calibration(options);
+  }
+  if (args.samples_out.empty() || samples.empty()) return;
+  std::string text;
+  for (const auto& s : samples)
+    text += strprintf("%d %d %llu %.6f\n", s.src, s.dst, static_cast<unsigned long long>(s.bytes),
+                      s.time_us);
+  write_text_file(args.samples_out, text);
+}
+
 void calibrate(const CalibrateArgs& args) {
-  if (args.backend != "mpi")
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--backend"},
-                              "calibrate measures with the mpi backend only in this build");
+  check_backend(args.backend);
   hw_runner::CalibrationOptions options;
   options.sizes = support::parse_sizes(args.sizes);
   options.iters = args.iters;
   if (hw_runner::inside_mpi_job()) {
-    const auto samples = hw_runner::run_mpi_calibration(options);
-    if (!args.samples_out.empty() && !samples.empty()) {
-      std::string text;
-      for (const auto& s : samples)
-        text += strprintf("%d %d %llu %.6f\n", s.src, s.dst,
-                          static_cast<unsigned long long>(s.bytes), s.time_us);
-      write_text_file(args.samples_out, text);
-    }
+    calibrate_rank(args, options);
     return;
   }
   if (args.np < 2)
@@ -250,10 +281,16 @@ void calibrate(const CalibrateArgs& args) {
   hw_runner::LaunchOptions launch;
   launch.np = args.np;
   launch.job_timeout_s = 600;
-  if (hw_runner::launch(launch, {hw_runner::own_command_line().front(), "calibrate", "--np",
-                                 std::to_string(args.np), "--sizes", args.sizes, "--iters",
-                                 std::to_string(args.iters), "--samples-out", samples_path}) != 0)
-    throw std::runtime_error("the calibration job failed");
+  const int status = hw_runner::launch(
+      launch, {hw_runner::own_command_line().front(), "calibrate", "--backend", args.backend,
+               "--np", std::to_string(args.np), "--sizes", args.sizes, "--iters",
+               std::to_string(args.iters), "--samples-out", samples_path});
+  if (status == hw_runner::kNoDevice) {
+    fs::remove_all(work);
+    std::cerr << "optiflow calibrate: skipped: no GPU for the NCCL backend\n";
+    finish(hw_runner::kNoDevice);
+  }
+  if (status != 0) throw std::runtime_error("the calibration job failed");
   const auto samples = read_samples(samples_path);
   std::map<PairKey, std::vector<hw_runner::PairSample>> by_pair;
   for (const auto& s : samples) by_pair[{s.src, s.dst}].push_back(s);
@@ -278,7 +315,8 @@ void calibrate(const CalibrateArgs& args) {
   }
   // Through its JSON, so that the topology is exactly what `--topo calibrated.json` loads.
   const std::string topology_path = (work / "topology.json").string();
-  write_text_file(topology_path, topology::write_topology_json(calibrated_topology(args.np, fits)));
+  write_text_file(topology_path,
+                  topology::write_topology_json(calibrated_topology(args.backend, args.np, fits)));
   topology::Topology topo = topology::load_topology(topology_path);
   std::optional<SimulatorCheck> check;
   if (!args.no_check) {
@@ -301,7 +339,8 @@ void add_calibrate_command(CLI::App& app) {
       "Measure point-to-point alpha/beta, write a calibrated topology, and report "
       "the simulator's error before and after");
   auto args = std::make_shared<CalibrateArgs>();
-  cmd->add_option("--backend", args->backend, "mpi")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "mpi (processes) or nccl (one GPU per rank)")
+      ->capture_default_str();
   cmd->add_option("--np", args->np, "ranks")->capture_default_str();
   cmd->add_option("-o,--output", args->output, "calibrated topology JSON")->capture_default_str();
   cmd->add_option("--sizes", args->sizes, "ping-pong sizes")->capture_default_str();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The NCCL backend's smoke test, as one prepared step on any machine with a GPU: build with
 # CUDA and NCCL, run the runner's tests, then a real `optiflow run --backend nccl` on one GPU
-# (and on every GPU of the machine when it has several). Exits 0 on success, 77 when no GPU.
+# (and on every GPU of the machine when it has several, with `optiflow calibrate --backend
+# nccl` over them). Exits 0 on success, 77 when no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build/gpu}
@@ -44,5 +45,8 @@ if [ "$gpus" -ge 2 ]; then
     --sizes 1M:256M --iters 20 --db "$work/smoke.db"
   "$bin" run datasets/programs/ring.ofl --topo "ring$gpus" --collective allreduce \
     --backend nccl --np "$gpus" --sizes 1M:64M --iters 20 --db "$work/smoke.db"
+  # The NCCL links between every pair of GPUs, and the simulator's error on NCCL runs.
+  "$bin" calibrate --backend nccl --np "$gpus" -o "$work/cal.json" --db "$work/smoke.db"
+  cat "$work/cal.json"
 fi
 echo "gpu-smoke: passed on $gpus GPU(s)"

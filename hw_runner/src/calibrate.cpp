@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "mpi_support.hpp"
+#include "calibration_pairs.hpp"
 
 namespace optiflow::hw_runner {
 
@@ -28,58 +28,83 @@ LinkFit fit_alpha_beta(std::span<const PairSample> samples) {
   return fit;
 }
 
-std::vector<PairSample> run_mpi_calibration(const CalibrationOptions& options) {
+namespace detail {
+
+std::vector<PairSample> measure_pairs(const MpiSession& session, Watchdog& watchdog,
+                                      const CalibrationOptions& options, double watchdog_grace_s,
+                                      const PingPong& ping_pong) {
+  const int rank = session.rank(), ranks = session.size();
+  std::vector<PairSample> samples;
+  for (int a = 0; a < ranks; ++a)
+    for (int b = a + 1; b < ranks; ++b)
+      for (std::uint64_t bytes : options.sizes) {
+        const std::string what =
+            "the ping-pong of ranks " + std::to_string(a) + " and " + std::to_string(b);
+        watchdog.arm(what, options.timeout_s + watchdog_grace_s);
+        check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        double one_way_us = 0;
+        if (rank == a || rank == b)
+          one_way_us = ping_pong(rank == a ? b : a, rank == a, bytes, what);
+        // Rank a's figure goes to rank 0.
+        if (a != 0 && rank == a)
+          check_mpi(MPI_Send(&one_way_us, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD), "MPI_Send");
+        if (rank == 0) {
+          if (a != 0)
+            check_mpi(MPI_Recv(&one_way_us, 1, MPI_DOUBLE, a, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                      "MPI_Recv");
+          samples.push_back({a, b, bytes, one_way_us});
+          samples.push_back({b, a, bytes, one_way_us});
+        }
+        watchdog.disarm();
+      }
+  return samples;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Blocking MPI_Send/MPI_Recv round trips from host memory, timed with MPI_Wtime.
+double mpi_ping_pong(std::vector<char>& buffer, const CalibrationOptions& options, int peer,
+                     bool measuring, std::uint64_t bytes) {
   using detail::check_mpi;
+  const int count = static_cast<int>(bytes);
+  auto send = [&] {
+    check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, 0, MPI_COMM_WORLD), "MPI_Send");
+  };
+  auto receive = [&] {
+    check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+  };
+  double start = 0;
+  for (int i = 0; i < options.warmup_iters + options.iters; ++i) {
+    if (i == options.warmup_iters) start = MPI_Wtime();
+    if (measuring) {
+      send();
+      receive();
+    } else {
+      receive();
+      send();
+    }
+  }
+  return (MPI_Wtime() - start) * 1e6 / (2.0 * std::max(options.iters, 1));
+}
+
+}  // namespace
+
+std::vector<PairSample> run_mpi_calibration(const CalibrationOptions& options) {
   detail::MpiSession session;
   detail::Watchdog watchdog(session);
   std::vector<PairSample> samples;
   try {
-    const int rank = session.rank(), ranks = session.size();
     std::size_t largest = 1;
     for (std::uint64_t bytes : options.sizes) largest = std::max<std::size_t>(largest, bytes);
     std::vector<char> buffer(largest, 1);
-    for (int a = 0; a < ranks; ++a)
-      for (int b = a + 1; b < ranks; ++b)
-        for (std::uint64_t bytes : options.sizes) {
-          watchdog.arm("the ping-pong of ranks " + std::to_string(a) + " and " + std::to_string(b),
-                       options.timeout_s);
-          check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-          double one_way_us = 0;
-          const int count = static_cast<int>(bytes);
-          if (rank == a || rank == b) {
-            const int peer = rank == a ? b : a;
-            double start = 0;
-            for (int i = 0; i < options.warmup_iters + options.iters; ++i) {
-              if (i == options.warmup_iters) start = MPI_Wtime();
-              if (rank == a) {
-                check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, 0, MPI_COMM_WORLD),
-                          "MPI_Send");
-                check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
-                                   MPI_STATUS_IGNORE),
-                          "MPI_Recv");
-              } else {
-                check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
-                                   MPI_STATUS_IGNORE),
-                          "MPI_Recv");
-                check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, 0, MPI_COMM_WORLD),
-                          "MPI_Send");
-              }
-            }
-            one_way_us = (MPI_Wtime() - start) * 1e6 / (2.0 * std::max(options.iters, 1));
-          }
-          // Rank a's figure goes to rank 0.
-          if (a != 0 && rank == a)
-            check_mpi(MPI_Send(&one_way_us, 1, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD), "MPI_Send");
-          if (rank == 0) {
-            if (a != 0)
-              check_mpi(
-                  MPI_Recv(&one_way_us, 1, MPI_DOUBLE, a, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  "MPI_Recv");
-            samples.push_back({a, b, bytes, one_way_us});
-            samples.push_back({b, a, bytes, one_way_us});
-          }
-          watchdog.disarm();
-        }
+    samples = detail::measure_pairs(
+        session, watchdog, options, 0,
+        [&](int peer, bool measuring, std::uint64_t bytes, const std::string&) {
+          return mpi_ping_pong(buffer, options, peer, measuring, bytes);
+        });
   } catch (const std::exception& e) {
     session.abort_job(e.what(), 1);
   }

@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "calibration_pairs.hpp"
 #include "mpi_support.hpp"
 #include "nccl_kernels.hpp"
 #include "optiflow/hw_runner/buffers.hpp"
@@ -48,6 +51,60 @@ std::string nccl_version_text() {
   return "NCCL " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
          "." + std::to_string(version % 100) + ", CUDA runtime " + std::to_string(runtime / 1000) +
          "." + std::to_string(runtime / 10 % 100);
+}
+
+// Every rank agrees: a job where one rank has no GPU is skipped as a whole. Returns the device
+// of this rank (its rank on its node, modulo the node's GPUs), set current; none on every rank
+// when some rank has no GPU.
+std::optional<int> find_device(const MpiSession& session) {
+  int count = 0;
+  const cudaError_t found = cudaGetDeviceCount(&count);
+  int usable = found == cudaSuccess && count > 0 ? 1 : 0, all_usable = 0;
+  check_mpi(MPI_Allreduce(&usable, &all_usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+  if (!usable)
+    std::fprintf(stderr, "optiflow run: rank %d (host %s): no GPU: %s\n", session.rank(),
+                 session.host().c_str(),
+                 found == cudaSuccess ? "no CUDA device" : cudaGetErrorString(found));
+  if (!all_usable) return std::nullopt;
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, session.rank(), MPI_INFO_NULL,
+                                &node),
+            "MPI_Comm_split_type");
+  int local_rank = 0;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  const int device = local_rank % count;
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  return device;
+}
+
+// The communicator of every rank of the job: rank 0's unique id, broadcast over MPI.
+ncclComm_t init_comm(const MpiSession& session, Watchdog& watchdog, double timeout_s) {
+  ncclUniqueId id;
+  if (session.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  ncclComm_t comm = nullptr;
+  watchdog.arm("ncclCommInitRank", timeout_s);
+  check_nccl(ncclCommInitRank(&comm, session.size(), id, session.rank()), "ncclCommInitRank");
+  watchdog.disarm();
+  return comm;
+}
+
+// Polls the stream until it is idle; past `deadline` (MPI_Wtime) aborts the job with "timed
+// out after TIMEOUT s in WHAT" and what `stuck` adds. A stuck driver call is the watchdog's.
+void poll_stream(cudaStream_t stream, const MpiSession& session, double deadline, double timeout_s,
+                 const std::string& what, const std::function<std::string()>& stuck = {}) {
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(stream);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) check_cuda(state, "cudaStreamQuery");
+    if (MPI_Wtime() > deadline)
+      session.abort_job("timed out after " + std::to_string(static_cast<int>(timeout_s)) +
+                            " s in " + what + (stuck ? stuck() : ""),
+                        kTimedOut);
+    sched_yield();
+  }
 }
 
 /// A rank's buffers in device memory, mirroring the host RankBuffers (which fill and check).
@@ -113,7 +170,9 @@ class NcclJob {
 
   int run(const Reporter& reporter) {
     try {
-      if (!find_device()) return kNoDevice;
+      const std::optional<int> device = find_device(session_);
+      if (!device) return kNoDevice;
+      device_ = *device;
       return measure_all(reporter);
     } catch (const std::exception& e) {
       session_.abort_job(e.what(), 1);
@@ -121,41 +180,12 @@ class NcclJob {
   }
 
  private:
-  // Every rank agrees: a job where one rank has no GPU is skipped as a whole.
-  bool find_device() {
-    int count = 0;
-    const cudaError_t found = cudaGetDeviceCount(&count);
-    int usable = found == cudaSuccess && count > 0 ? 1 : 0, all_usable = 0;
-    check_mpi(MPI_Allreduce(&usable, &all_usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
-              "MPI_Allreduce");
-    if (!usable)
-      std::fprintf(stderr, "optiflow run: rank %d (host %s): no GPU: %s\n", session_.rank(),
-                   session_.host().c_str(),
-                   found == cudaSuccess ? "no CUDA device" : cudaGetErrorString(found));
-    if (!all_usable) return false;
-    MPI_Comm node = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, session_.rank(),
-                                  MPI_INFO_NULL, &node),
-              "MPI_Comm_split_type");
-    int local_rank = 0;
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_free(&node);
-    device_ = local_rank % count;
-    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
-    return true;
-  }
-
   int measure_all(const Reporter& reporter) {
     if (session_.size() != schedule_.ranks)
       session_.abort_job("the schedule has " + std::to_string(schedule_.ranks) +
                              " ranks but the job has " + std::to_string(session_.size()),
                          2);
-    ncclUniqueId id;
-    if (session_.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-    watchdog_.arm("ncclCommInitRank", options_.timeout_s);
-    check_nccl(ncclCommInitRank(&comm_, session_.size(), id, session_.rank()), "ncclCommInitRank");
-    watchdog_.disarm();
+    comm_ = init_comm(session_, watchdog_, options_.timeout_s);
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     levels_ = plan_.rank_levels(session_.rank());
 
@@ -330,22 +360,12 @@ class NcclJob {
     return slowest_us;
   }
 
-  // Polls the stream against the deadline; on a timeout names the first unfinished level's
-  // transfers of this rank.
+  // Polls the stream against the deadline (the watchdog, 5 s later, is for a stuck driver
+  // call); on a timeout names the first unfinished level's transfers of this rank.
   void wait(const std::string& what, const std::vector<cudaEvent_t>* level_done) {
     watchdog_.arm(what, options_.timeout_s + 5);
-    const double deadline = MPI_Wtime() + options_.timeout_s;
-    for (;;) {
-      const cudaError_t state = cudaStreamQuery(stream_);
-      if (state == cudaSuccess) break;
-      if (state != cudaErrorNotReady) check_cuda(state, "cudaStreamQuery");
-      if (MPI_Wtime() > deadline)
-        session_.abort_job("timed out after " +
-                               std::to_string(static_cast<int>(options_.timeout_s)) + " s in " +
-                               what + stuck_level(level_done),
-                           kTimedOut);
-      sched_yield();
-    }
+    poll_stream(stream_, session_, MPI_Wtime() + options_.timeout_s, options_.timeout_s, what,
+                [&] { return stuck_level(level_done); });
     watchdog_.disarm();
   }
 
@@ -396,6 +416,87 @@ class NcclJob {
   std::size_t current_chunk_elems_ = 0;
 };
 
+// The ping-pong calibration on this rank's GPU: its communicator, stream, buffer and events,
+// released before MPI is finalised.
+class NcclCalibration {
+ public:
+  NcclCalibration(const MpiSession& session, Watchdog& watchdog, const CalibrationOptions& options)
+      : session_(session), watchdog_(watchdog), options_(options) {}
+  ~NcclCalibration() {
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    cudaFree(buffer_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (comm_) ncclCommDestroy(comm_);
+  }
+  NcclCalibration(const NcclCalibration&) = delete;
+  NcclCalibration& operator=(const NcclCalibration&) = delete;
+
+  std::vector<PairSample> run() {
+    comm_ = init_comm(session_, watchdog_, options_.timeout_s);
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    std::size_t largest = 1;
+    for (std::uint64_t bytes : options_.sizes) largest = std::max<std::size_t>(largest, bytes);
+    check_cuda(cudaMalloc(&buffer_, largest), "cudaMalloc");
+    check_cuda(cudaMemset(buffer_, 1, largest), "cudaMemset");
+    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop_), "cudaEventCreate");
+    // The grace lets this rank's own timeout, which names the phase, fire before the watchdog.
+    return detail::measure_pairs(
+        session_, watchdog_, options_, 5,
+        [this](int peer, bool measuring, std::uint64_t bytes, const std::string& what) {
+          return ping_pong(peer, measuring, bytes, what);
+        });
+  }
+
+ private:
+  // Warm-up, then the timed round trips between CUDA events on the measuring rank; one
+  // deadline for both, as the MPI version's timeout covers its whole ping-pong.
+  double ping_pong(int peer, bool measuring, std::uint64_t bytes, const std::string& what) {
+    const std::string at = what + " at " + support::format_size(bytes);
+    const double deadline = MPI_Wtime() + options_.timeout_s;
+    for (int i = 0; i < options_.warmup_iters; ++i) round_trip(peer, measuring, bytes);
+    poll_stream(stream_, session_, deadline, options_.timeout_s, "the warm-up of " + at);
+    if (measuring) check_cuda(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    for (int i = 0; i < options_.iters; ++i) round_trip(peer, measuring, bytes);
+    if (measuring) check_cuda(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    poll_stream(stream_, session_, deadline, options_.timeout_s, at);
+    if (!measuring) return 0;
+    float elapsed_ms = 0;
+    check_cuda(cudaEventElapsedTime(&elapsed_ms, start_, stop_), "cudaEventElapsedTime");
+    return elapsed_ms * 1e3 / (2.0 * std::max(options_.iters, 1));
+  }
+
+  // The measuring rank sends first; each transfer is its own group call on the stream.
+  void round_trip(int peer, bool measuring, std::size_t bytes) {
+    if (measuring) {
+      send(peer, bytes);
+      receive(peer, bytes);
+    } else {
+      receive(peer, bytes);
+      send(peer, bytes);
+    }
+  }
+  void send(int peer, std::size_t bytes) {
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    check_nccl(ncclSend(buffer_, bytes, ncclInt8, peer, comm_, stream_), "ncclSend");
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  }
+  void receive(int peer, std::size_t bytes) {
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    check_nccl(ncclRecv(buffer_, bytes, ncclInt8, peer, comm_, stream_), "ncclRecv");
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+  const MpiSession& session_;
+  Watchdog& watchdog_;
+  const CalibrationOptions& options_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* buffer_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 }  // namespace
 
 bool nccl_backend_built() {
@@ -406,6 +507,28 @@ int run_nccl_job(const schedule::Schedule& schedule, const RunOptions& options,
                  const Reporter& reporter) {
   NcclJob job(schedule, options);
   return job.run(reporter);
+}
+
+std::vector<PairSample> run_nccl_calibration(const CalibrationOptions& options) {
+  bool no_device = false;
+  std::vector<PairSample> samples;
+  {
+    MpiSession session;
+    Watchdog watchdog(session);
+    try {
+      if (find_device(session)) {
+        NcclCalibration calibration(session, watchdog, options);
+        samples = calibration.run();
+      } else {
+        no_device = true;
+      }
+    } catch (const std::exception& e) {
+      session.abort_job(e.what(), 1);
+    }
+  }
+  // Thrown once MPI is finalised, so that the caller can end the rank with kNoDevice.
+  if (no_device) throw NoDeviceError("no GPU for the NCCL backend");
+  return samples;
 }
 
 }  // namespace optiflow::hw_runner

@@ -21,9 +21,21 @@ bool nccl_backend_built() {
   return false;
 }
 
-int run_nccl_job(const schedule::Schedule&, const RunOptions&, const Reporter&) {
+namespace {
+
+[[noreturn]] void not_built() {
   throw std::runtime_error(
       "this optiflow was built without the NCCL backend (CUDA or NCCL not found)");
+}
+
+}  // namespace
+
+int run_nccl_job(const schedule::Schedule&, const RunOptions&, const Reporter&) {
+  not_built();
+}
+
+std::vector<PairSample> run_nccl_calibration(const CalibrationOptions&) {
+  not_built();
 }
 #endif
 

@@ -5,7 +5,9 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -255,6 +257,53 @@ TEST_F(MpiRunTest, CalibrationFitsEveryPairAndReportsTheSimulatorsErrorBeforeAnd
       << err();
   EXPECT_NE(out.find("calibrated-mpi2"), std::string::npos) << out;
   EXPECT_NE(out.find("%"), std::string::npos) << out;
+}
+
+// GPUs on this machine, as `nvidia-smi -L` lists them (0 without the tool).
+int gpu_count() {
+  FILE* pipe = popen("nvidia-smi -L 2>/dev/null", "r");
+  if (pipe == nullptr) return 0;
+  int gpus = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe) != nullptr)
+    if (std::strncmp(line, "GPU ", 4) == 0) ++gpus;
+  pclose(pipe);
+  return gpus;
+}
+
+// Without a GPU the ranks agree to skip: exit 77, "skipped: no GPU", nothing written; with two
+// GPUs it calibrates the NCCL links and checks the simulator on NCCL runs.
+TEST_F(MpiRunTest, NcclCalibrationRunsOrSkipsCleanlyWithoutAGpu) {
+  if (gpu_count() == 1) GTEST_SKIP() << "one GPU here; the NCCL calibration needs two";
+  std::string out;
+  const int status = run_optiflow(dir_,
+                                  "calibrate --backend nccl --np 2 --sizes 1K,64K --iters 3 " +
+                                      std::string("--check-sizes 4K -o ") + path("cal.json") +
+                                      " --db " + path("run.db"),
+                                  &out);
+  if (err().find("built without CUDA and NCCL") != std::string::npos) {
+    EXPECT_NE(status, 0);
+    GTEST_SKIP() << "this build has no NCCL backend";
+  }
+  if (status == 77) {
+    EXPECT_NE(err().find("skipped: no GPU"), std::string::npos) << err();
+    EXPECT_FALSE(fs::exists(dir_ / "cal.json"));
+    EXPECT_EQ(count("SELECT count(*) FROM calibrations"), 0);
+    GTEST_SKIP() << "no GPU here: " << err().substr(0, err().find('\n'));
+  }
+  ASSERT_EQ(status, 0) << out << err();
+  EXPECT_NE(out.find("0<->1"), std::string::npos) << out;
+  EXPECT_NE(out.find("|error| before: median"), std::string::npos) << out;
+  const auto topo = nlohmann::json::parse(slurp(dir_ / "cal.json"));
+  EXPECT_EQ(topo.at("name"), "calibrated-nccl2");
+  ASSERT_EQ(topo.at("links").size(), 1u);
+  EXPECT_GT(topo.at("links").at(0).at("bw_GBps").get<double>(), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM calibrations WHERE backend = 'nccl' AND checked = 1"), 1);
+}
+
+TEST_F(MpiRunTest, CalibrationRefusesAnUnknownBackendBeforeLaunching) {
+  EXPECT_NE(run_optiflow(dir_, "calibrate --backend gloo --np 2 --no-store"), 0);
+  EXPECT_NE(err().find("unknown backend 'gloo' (mpi or nccl)"), std::string::npos) << err();
 }
 
 // explore --hw: each batch's best simulated candidate runs for real; the winners are the

@@ -1,6 +1,7 @@
 // Calibration of the cost model against the machine: point-to-point ping-pong between every
-// pair of ranks at several sizes (MPI), and the least-squares fit of t = alpha + bytes / bw per
-// pair, so a slow pair shows up as its own link.
+// pair of ranks at several sizes (MPI here; between GPUs, run_nccl_calibration of
+// nccl_backend.hpp), and the least-squares fit of t = alpha + bytes / bw per pair, so a slow
+// pair shows up as its own link.
 #pragma once
 
 #include <cstdint>
