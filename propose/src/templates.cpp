@@ -80,8 +80,7 @@ std::vector<std::string> hierarchical(const Shape& s) {
 }
 
 // The slowest GPUs send part of their data through their host's peers instead.
-std::vector<std::string> around_slow_links(const topology::Topology& topo, const Shape& s) {
-  const auto bw = network_bandwidth(topo);
+std::vector<std::string> around_slow_links(const std::vector<double>& bw, const Shape& s) {
   if (bw.empty()) return {};
   std::vector<double> sorted = bw;
   std::sort(sorted.begin(), sorted.end());
@@ -145,8 +144,8 @@ std::string per_local(const std::vector<long>& values) {
 // that keeps every w_l <= 1 is S = (max a - 1)(L - 1). The router would send a slow NIC's
 // traffic around it through a peer GPU (onto another rail), so each rail transfer that
 // touches a slow NIC is pinned to its rail's own NICs.
-std::vector<std::string> balanced_rails(const topology::Topology& topo, const Shape& s) {
-  const auto bw = network_bandwidth(topo);
+std::vector<std::string> balanced_rails(const topology::Topology& topo,
+                                        const std::vector<double>& bw, const Shape& s) {
   if (bw.empty() || s.hosts < 2 || s.per_host < 2 || s.ranks != s.hosts * s.per_host) return {};
   const auto L = static_cast<std::size_t>(s.per_host);
   std::vector<std::vector<int>> rank_at(static_cast<std::size_t>(s.hosts), std::vector<int>(L));
@@ -259,8 +258,9 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
     out.push_back(
         "pipeline 2\nsplit nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n");
     for (auto& p : hierarchical(s)) out.push_back(std::move(p));
-    for (auto& p : around_slow_links(topo, s)) out.push_back(std::move(p));
-    for (auto& p : balanced_rails(topo, s)) out.push_back(std::move(p));
+    const std::vector<double> bw = network_bandwidth(topo);
+    for (auto& p : around_slow_links(bw, s)) out.push_back(std::move(p));
+    for (auto& p : balanced_rails(topo, bw, s)) out.push_back(std::move(p));
   }
   // The throughput-optimal tree packing (topology/tree_packing.hpp), whole or across the rails.
   if (static_cast<std::size_t>(s.ranks) <= topology::kMaxPackingMembers) {
