@@ -17,7 +17,9 @@ std::string cells(const Measurement& m) {
   if (!m.measured && m.wrong == 0) return format("%10s %8s %8s %7s", "-", "-", "-", "-");
   if (!m.measured)
     return format("%10s %8s %8s %7llu", "-", "-", "-", static_cast<unsigned long long>(m.wrong));
-  return format("%10.2f %8.3f %8.3f %7llu", m.time_us, m.algbw_GBps, m.busbw_GBps,
+  // Significant digits, not decimals: an oversubscribed CPU job moves kilobytes in milliseconds,
+  // and its bandwidth must not print as zero.
+  return format("%10.2f %8.4g %8.4g %7llu", m.time_us, m.algbw_GBps, m.busbw_GBps,
                 static_cast<unsigned long long>(m.wrong));
 }
 
