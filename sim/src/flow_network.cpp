@@ -110,11 +110,15 @@ class FlowNetwork final : public Network {
     fixed_.assign(active_.size(), 0);
     open_.resize(loaded);
     for (std::size_t i = 0; i < loaded; ++i) open_[i] = i;
+    level_.resize(loaded);
     for (std::size_t remaining = active_.size(); remaining > 0;) {
       double share = kNever;
-      for (std::size_t i : open_) share = std::min(share, left_[i] / unfixed_[i]);
       for (std::size_t i : open_) {
-        if (unfixed_[i] == 0 || left_[i] / unfixed_[i] > share) continue;
+        level_[i] = left_[i] / unfixed_[i];
+        share = std::min(share, level_[i]);
+      }
+      for (std::size_t i : open_) {
+        if (unfixed_[i] == 0 || level_[i] > share) continue;
         for (std::int32_t m = member_begin_[i]; m < member_begin_[i + 1]; ++m) {
           const auto f = static_cast<std::size_t>(members_[static_cast<std::size_t>(m)]);
           if (fixed_[f]) continue;
@@ -131,7 +135,7 @@ class FlowNetwork final : public Network {
     }
   }
 
-  std::vector<double> left_;
+  std::vector<double> left_, level_;  // per loaded link: capacity left, its even split
   std::vector<std::int32_t> unfixed_, member_begin_, members_, fill_, slot_;
   std::vector<std::size_t> open_;  // links with unfixed flows, by their index in loaded_
   std::vector<char> fixed_;

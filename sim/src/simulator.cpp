@@ -74,7 +74,7 @@ class Run {
         network_(impl.options.model == Model::flow
                      ? make_flow_network(impl.topology, graph_)
                      : make_alpha_beta_network(impl.topology, graph_)),
-        pending_(graph_.steps.size()),
+        pending_(graph_.prerequisites),
         end_(graph_.steps.size(), -1),
         latest_(graph_.steps.size(), costs_.launch_us),
         cause_(graph_.steps.size(), -1),
@@ -84,10 +84,8 @@ class Run {
     route_costs_.reserve(graph_.routes.size());
     for (const SimRoute& route : graph_.routes)
       route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
-    for (std::size_t s = 0; s < graph_.steps.size(); ++s) {
-      pending_[s] = graph_.steps[s].prerequisites;
-      if (pending_[s] == 0) ready_.push_back(Ready{graph_.start_key[s], static_cast<StepIndex>(s)});
-    }
+    for (StepIndex s : graph_.initially_ready)
+      ready_.push_back(Ready{graph_.start_key[static_cast<std::size_t>(s)], s});
   }
 
   SimResult execute() {
@@ -96,9 +94,9 @@ class Run {
     while (true) {
       while (!ready_.empty()) {
         starting_.swap(ready_);
-        if (starting_.size() > 1)
-          std::sort(starting_.begin(), starting_.end(),
-                    [](const Ready& a, const Ready& b) { return a.key < b.key; });
+        auto by_key = [](const Ready& a, const Ready& b) { return a.key < b.key; };
+        if (!std::is_sorted(starting_.begin(), starting_.end(), by_key))
+          std::sort(starting_.begin(), starting_.end(), by_key);
         for (const Ready& ready : starting_) start(ready.step, now);
         starting_.clear();
       }
@@ -150,6 +148,11 @@ class Run {
   void complete(StepIndex s, double now) {
     const SimStep& step = graph_.step(s);
     end_[static_cast<std::size_t>(s)] = now;
+    ++completed_;
+    // Time only moves forward: the last step to finish, the first in schedule order among ties.
+    if (last_ < 0 || now > end_[static_cast<std::size_t>(last_)] ||
+        graph_.schedule_index(s) < graph_.schedule_index(last_))
+      last_ = s;
     if (step.in_connection >= 0) free_slot(step.in_connection, now);
     if (step.next_in_tb >= 0) satisfy(step.next_in_tb, now, s);
     for (std::int32_t i = step.dependents_begin; i < step.dependents_end; ++i)
@@ -179,21 +182,8 @@ class Run {
     SimResult r;
     r.size_bytes = static_cast<std::uint64_t>(size_);
     r.protocol = protocol_;
-    // The last step to finish, the first in schedule order among ties.
-    StepIndex last = -1, never_ran = -1;
-    for (std::size_t i = 0; i < graph_.steps.size(); ++i) {
-      const auto s = static_cast<StepIndex>(i);
-      if (end_[i] < 0) {
-        if (never_ran < 0 || graph_.schedule_index(s) < graph_.schedule_index(never_ran))
-          never_ran = s;
-        continue;
-      }
-      const double latest_end = last < 0 ? -1 : end_[static_cast<std::size_t>(last)];
-      if (last < 0 || end_[i] > latest_end ||
-          (end_[i] == latest_end && graph_.schedule_index(s) < graph_.schedule_index(last)))
-        last = s;
-    }
-    if (never_ran >= 0) stalled(never_ran);
+    if (completed_ < graph_.steps.size()) stalled(first_never_ran());
+    const StepIndex last = last_;
     r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
     if (r.time_us > 0) {
       r.algbw_GBps = support::GBps_of(size_, r.time_us);
@@ -215,6 +205,16 @@ class Run {
     }
     if (impl_.options.record_timeline) r.timeline = timeline();
     return r;
+  }
+
+  StepIndex first_never_ran() const {
+    StepIndex first = -1;
+    for (std::size_t i = 0; i < graph_.steps.size(); ++i) {
+      const auto s = static_cast<StepIndex>(i);
+      if (end_[i] < 0 && (first < 0 || graph_.schedule_index(s) < graph_.schedule_index(first)))
+        first = s;
+    }
+    return first;
   }
 
   // The first step that never ran: a send still waiting for a slot is the schedule holding
@@ -281,6 +281,8 @@ class Run {
   std::vector<std::int32_t> received_;   // per connection: receives completed
   std::vector<StepIndex> blocked_;       // per connection: the send waiting for a slot, or -1
   EventQueue<StepIndex> delayed_;        // steps starting once the per-step overhead has passed
+  std::size_t completed_ = 0;
+  StepIndex last_ = -1;  // the step that finished last so far
 };
 
 }  // namespace

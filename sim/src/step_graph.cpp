@@ -125,6 +125,13 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   std::vector<std::int32_t> prerequisites(n), count(n), route_of(n, kNoRoute);
   std::vector<schedule::StepKind> kind(n);
   RouteTable routes(topology, graph);
+  // A block sends to one peer, nearly always on one route: a send naming the same route as the
+  // block's previous send (or, like it, none) takes that one without a search.
+  struct {
+    schedule::BlockId block = schedule::kNone;
+    std::span<const topology::LinkId> given;
+    std::int32_t route = kNoRoute;
+  } previous;
   for (StepId id = 0; id < n; ++id) {
     const schedule::Step& ir = flat.step(id);
     kind[id] = ir.kind;
@@ -134,8 +141,15 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
                         (schedule::step_receives(ir.kind) ? 1 : 0);
     const StepId receive = flat.matching_receive(id);
     if (receive == schedule::kNoStep) continue;
+    if (flat.block_id(id) == previous.block &&
+        std::equal(ir.route.begin(), ir.route.end(), previous.given.begin(),
+                   previous.given.end())) {
+      route_of[id] = previous.route;
+      continue;
+    }
     const std::int32_t sender = flat.rank_of(id), receiver = flat.rank_of(receive);
     route_of[id] = routes.find(sender, receiver, ir.route);
+    previous = {flat.block_id(id), ir.route, route_of[id]};
     if (route_of[id] == kNoRoute)
       fail(schedule,
            "no route from rank " + std::to_string(sender) + " to rank " + std::to_string(receiver));
@@ -161,7 +175,6 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     const schedule::FlatBlock& block = flat.block_of(id);
     SimStep& step = graph.steps[s];
     graph.names[s] = StepName{block.rank, block.index, flat.index_in_block(id), kind[id]};
-    step.prerequisites = prerequisites[id];
     if (schedule::step_receives(kind[id]))
       step.in_connection = static_cast<std::int32_t>(block.recv_connection);
     if (id + 1 < block.end) step.next_in_tb = run_index(id + 1);
@@ -184,6 +197,16 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     }
     graph.start_key[s] = start_order << 32 | id;
   }
+  graph.prerequisites.resize(n);
+  for (StepId id = 0; id < n; ++id)
+    graph.prerequisites[static_cast<std::size_t>(run_index(id))] = prerequisites[id];
+  for (std::size_t s = 0; s < n; ++s)
+    if (graph.prerequisites[s] == 0) graph.initially_ready.push_back(static_cast<StepIndex>(s));
+  std::sort(graph.initially_ready.begin(), graph.initially_ready.end(),
+            [&](StepIndex a, StepIndex b) {
+              return graph.start_key[static_cast<std::size_t>(a)] <
+                     graph.start_key[static_cast<std::size_t>(b)];
+            });
   graph.connections = static_cast<std::int32_t>(flat.connections().size());
   return graph;
 }

@@ -23,7 +23,6 @@ using StepIndex = std::int32_t;  ///< a step in run order
 
 /// What the event loop reads of a step.
 struct SimStep {
-  std::int32_t prerequisites = 0;  ///< previous step of the block + deps + the message it receives
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;       ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
@@ -53,6 +52,10 @@ struct SimTransfer {
 
 struct StepGraph {
   std::vector<SimStep> steps;  ///< in run order
+  /// Per step: the previous step of its block + its deps + the message it receives.
+  std::vector<std::int32_t> prerequisites;
+  /// The steps without prerequisites, in the order they start (by start_key).
+  std::vector<StepIndex> initially_ready;
   std::vector<StepName> names;
   /// Per step: (start_order << 32) | schedule index. Among steps ready at one instant, the
   /// order they start in: first those that send nothing (start_order 0), then sends by the

@@ -62,6 +62,14 @@ void FlatSchedule::add_blocks() {
     return true;
   };
 
+  std::size_t step_total = 0, block_total = 0;
+  for (const RankProgram& program : schedule.programs) {
+    block_total += program.tbs.size();
+    for (const ThreadBlock& tb : program.tbs) step_total += tb.steps.size();
+  }
+  blocks_.reserve(block_total);
+  steps_.reserve(step_total);
+  block_.reserve(step_total);
   for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
     first_block_.push_back(static_cast<BlockId>(blocks_.size()));
     const auto& tbs = schedule.programs[r].tbs;
@@ -97,26 +105,27 @@ void FlatSchedule::add_blocks() {
 void FlatSchedule::add_deps() {
   const std::size_t n = steps_.size();
   dep_begin_.assign(n + 1, 0);
+  deps_.reserve(n);
   std::vector<std::uint32_t> dependent_count(n + 1, 0);
-  for (StepId id = 0; id < n; ++id) {
-    const FlatBlock& block = block_of(id);
-    const std::size_t block_count =
-        schedule_->programs[static_cast<std::size_t>(block.rank)].tbs.size();
-    for (const StepRef& dep : steps_[id]->deps) {
-      const bool in_range =
-          dep.tb >= 0 && static_cast<std::size_t>(dep.tb) < block_count && dep.step >= 0 &&
-          static_cast<std::size_t>(dep.step) <
-              schedule_->programs[static_cast<std::size_t>(block.rank)].tbs[dep.tb].steps.size();
-      if (!in_range)
-        fail(*schedule_, block_text(block.rank, block.index) + " step " +
-                             std::to_string(id - block.first) + ": dependency on tb " +
-                             std::to_string(dep.tb) + " step " + std::to_string(dep.step) +
-                             ", which does not exist");
-      const StepId target = id_of(block.rank, dep);
-      deps_.push_back(target);
-      ++dependent_count[target + 1];
+  for (BlockId b = 0; b < blocks_.size(); ++b) {
+    const FlatBlock& block = blocks_[b];
+    const auto& tbs = schedule_->programs[static_cast<std::size_t>(block.rank)].tbs;
+    for (StepId id = block.first; id < block.end; ++id) {
+      for (const StepRef& dep : steps_[id]->deps) {
+        const bool in_range = dep.tb >= 0 && static_cast<std::size_t>(dep.tb) < tbs.size() &&
+                              dep.step >= 0 &&
+                              static_cast<std::size_t>(dep.step) < tbs[dep.tb].steps.size();
+        if (!in_range)
+          fail(*schedule_, block_text(block.rank, block.index) + " step " +
+                               std::to_string(id - block.first) + ": dependency on tb " +
+                               std::to_string(dep.tb) + " step " + std::to_string(dep.step) +
+                               ", which does not exist");
+        const StepId target = id_of(block.rank, dep);
+        deps_.push_back(target);
+        ++dependent_count[target + 1];
+      }
+      dep_begin_[id + 1] = static_cast<std::uint32_t>(deps_.size());
     }
-    dep_begin_[id + 1] = static_cast<std::uint32_t>(deps_.size());
   }
   // Counting sort: dependents grouped by the step they wait for, in step order.
   dependent_begin_.assign(n + 1, 0);

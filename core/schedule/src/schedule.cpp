@@ -1,41 +1,27 @@
-// The schedule IR's names (MSCCL's spellings) and the properties of its step kinds.
+// The schedule IR's names (MSCCL's spellings).
 #include "optiflow/schedule/schedule.hpp"
 
-#include <array>
 #include <utility>
 
 namespace optiflow::schedule {
 namespace {
 
-// What each step kind does with the network and its destination; docs/schedule-ir.md's table.
-struct StepKindInfo {
-  StepKind kind;
-  std::string_view name;
-  bool sends, receives, reduces;
-};
-constexpr std::array<StepKindInfo, 9> kStepKinds{{
-    {StepKind::send, "s", true, false, false},
-    {StepKind::recv, "r", false, true, false},
-    {StepKind::recv_copy_send, "rcs", true, true, false},
-    {StepKind::recv_reduce_copy, "rrc", false, true, true},
-    {StepKind::recv_reduce_send, "rrs", true, true, true},
-    {StepKind::recv_reduce_copy_send, "rrcs", true, true, true},
-    {StepKind::copy, "cpy", false, false, false},
-    {StepKind::reduce, "re", false, false, true},
-    {StepKind::nop, "nop", false, false, false},
-}};
+using detail::info;
+using detail::kStepKinds;
+using detail::StepKindInfo;
+
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < kStepKinds.size(); ++i)
+    if (static_cast<std::size_t>(kStepKinds[i].kind) != i) return false;
+  return true;
+}
+static_assert(in_enum_order(), "detail::info indexes kStepKinds by the enum");
 
 constexpr std::array<std::pair<BufferKind, std::string_view>, 3> kBufferKinds{{
     {BufferKind::input, "i"},
     {BufferKind::output, "o"},
     {BufferKind::scratch, "s"},
 }};
-
-const StepKindInfo& info(StepKind kind) {
-  for (const StepKindInfo& entry : kStepKinds)
-    if (entry.kind == kind) return entry;
-  return kStepKinds.back();  // unreachable: the table covers the enum
-}
 
 }  // namespace
 
@@ -59,16 +45,6 @@ std::optional<BufferKind> buffer_kind_from_string(std::string_view name) {
   for (const auto& [value, canonical] : kBufferKinds)
     if (canonical == name) return value;
   return std::nullopt;
-}
-
-bool step_sends(StepKind kind) {
-  return info(kind).sends;
-}
-bool step_receives(StepKind kind) {
-  return info(kind).receives;
-}
-bool step_reduces(StepKind kind) {
-  return info(kind).reduces;
 }
 
 void set_protocol_by_size(Schedule& schedule,

@@ -10,6 +10,7 @@
 // in order (a FIFO connection per sender, receiver and channel), as in MSCCL.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -45,11 +46,41 @@ std::optional<StepKind> step_kind_from_string(std::string_view name);
 std::string_view to_string(BufferKind kind);
 std::optional<BufferKind> buffer_kind_from_string(std::string_view name);
 
+namespace detail {
+// What each step kind does with the network and its destination (docs/schedule-ir.md's table),
+// indexed by the enum: the simulator and the verifier ask this for every step.
+struct StepKindInfo {
+  StepKind kind;
+  std::string_view name;
+  bool sends, receives, reduces;
+};
+inline constexpr std::array<StepKindInfo, 9> kStepKinds{{
+    {StepKind::send, "s", true, false, false},
+    {StepKind::recv, "r", false, true, false},
+    {StepKind::recv_copy_send, "rcs", true, true, false},
+    {StepKind::recv_reduce_copy, "rrc", false, true, true},
+    {StepKind::recv_reduce_send, "rrs", true, true, true},
+    {StepKind::recv_reduce_copy_send, "rrcs", true, true, true},
+    {StepKind::copy, "cpy", false, false, false},
+    {StepKind::reduce, "re", false, false, true},
+    {StepKind::nop, "nop", false, false, false},
+}};
+constexpr const StepKindInfo& info(StepKind kind) {
+  return kStepKinds[static_cast<std::size_t>(kind)];
+}
+}  // namespace detail
+
 /// Whether a step of this kind sends to / receives from a peer.
-bool step_sends(StepKind kind);
-bool step_receives(StepKind kind);
+constexpr bool step_sends(StepKind kind) {
+  return detail::info(kind).sends;
+}
+constexpr bool step_receives(StepKind kind) {
+  return detail::info(kind).receives;
+}
 /// Whether it adds received or local data into its destination (rrc, rrs, rrcs, re).
-bool step_reduces(StepKind kind);
+constexpr bool step_reduces(StepKind kind) {
+  return detail::info(kind).reduces;
+}
 
 /// A step of another thread block of the same rank.
 struct StepRef {
