@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <array>
 
-#include "network.hpp"
+#include "alpha_beta_network.hpp"
+#include "flow_network.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/units.hpp"
 #include "step_graph.hpp"
@@ -62,6 +63,7 @@ topology::Protocol known_protocol(const schedule::Schedule& schedule, std::strin
 // at the protocol's launch cost; a step starts when its prerequisites have completed; a send
 // completes when a free slot of its connection takes its data, a receive when the data has
 // arrived; the network model decides when that is.
+template <Network Net>
 class Run {
  public:
   Run(const Simulator::Impl& impl, std::uint64_t size_bytes)
@@ -71,9 +73,7 @@ class Run {
         protocol_(impl.protocol_for(size_bytes)),
         costs_(impl.options.protocol_costs ? *impl.options.protocol_costs
                                            : topology::protocol_costs(protocol_)),
-        network_(impl.options.model == Model::flow
-                     ? make_flow_network(impl.topology, graph_)
-                     : make_alpha_beta_network(impl.topology, graph_)),
+        network_(impl.topology, graph_),
         pending_(graph_.prerequisites),
         end_(graph_.steps.size(), -1),
         latest_(graph_.steps.size(), costs_.launch_us),
@@ -100,7 +100,7 @@ class Run {
         for (const Ready& ready : starting_) start(ready.step, now);
         starting_.clear();
       }
-      const double next = std::min(delayed_.next_time(), network_->next_arrival());
+      const double next = std::min(delayed_.next_time(), network_.next_arrival());
       if (next == kNever) break;
       now = next;
       while (delayed_.next_time() <= now) {
@@ -108,7 +108,7 @@ class Run {
         graph_.step(s).transfer >= 0 ? hand_off_or_wait(s, now) : complete(s, now);
       }
       arrived.clear();
-      network_->take_arrivals(now, arrived);
+      network_.take_arrivals(now, arrived);
       for (std::int32_t id : arrived) {
         const SimTransfer& t = graph_.transfer(id);
         if (!arrival_.empty()) arrival_[static_cast<std::size_t>(id)] = now;
@@ -141,7 +141,7 @@ class Run {
       blocked_[static_cast<std::size_t>(t.connection)] = s;
       return;
     }
-    network_->launch(id, t.fraction * size_, route_costs_[static_cast<std::size_t>(t.route)], now);
+    network_.launch(id, t.fraction * size_, route_costs_[static_cast<std::size_t>(t.route)], now);
     complete(s, now);
   }
 
@@ -196,11 +196,11 @@ class Run {
                                              end_[static_cast<std::size_t>(s)]});
     }
     std::reverse(r.critical_path.begin(), r.critical_path.end());
-    const std::vector<double>& bytes = network_->link_bytes();
+    const std::vector<double>& bytes = network_.link_bytes();
     for (topology::LinkId l = 0; l < bytes.size(); ++l) {
       if (bytes[l] == 0) continue;
       const double capacity = support::bytes_per_us(impl_.topology.link(l).bw_GBps) * r.time_us;
-      r.links.push_back(LinkUsage{l, network_->link_busy_us()[l], bytes[l],
+      r.links.push_back(LinkUsage{l, network_.link_busy_us()[l], bytes[l],
                                   capacity > 0 ? bytes[l] / capacity : 0});
     }
     if (impl_.options.record_timeline) r.timeline = timeline();
@@ -252,7 +252,7 @@ class Run {
                                        send.tb,
                                        send.step,
                                        recv.rank,
-                                       network_->started_us[static_cast<std::size_t>(id)],
+                                       network_.started_us[static_cast<std::size_t>(id)],
                                        arrival_[static_cast<std::size_t>(id)],
                                        t.fraction * size_,
                                        {route.begin(), route.end()}});
@@ -267,7 +267,7 @@ class Run {
   double size_;
   topology::Protocol protocol_;
   topology::ProtocolCosts costs_;
-  std::unique_ptr<Network> network_;
+  Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol
   std::vector<std::int32_t> pending_;
   std::vector<double> end_, latest_;
@@ -309,7 +309,8 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
 SimResult Simulator::run(std::uint64_t size_bytes) const {
-  return Run(*impl_, size_bytes).execute();
+  if (impl_->options.model == Model::flow) return Run<FlowNetwork>(*impl_, size_bytes).execute();
+  return Run<AlphaBetaNetwork>(*impl_, size_bytes).execute();
 }
 
 std::vector<SimResult> Simulator::sweep(std::span<const std::uint64_t> sizes) const {

@@ -15,41 +15,83 @@ using schedule::StepId;
 
 constexpr std::int32_t kNoRoute = -1;
 
-// Schedules up to this many steps run from the caches in schedule order; ordering them costs
-// more than it saves.
+// Schedules up to this many steps run from the caches in schedule order; reordering them
+// costs more than it saves.
 constexpr std::size_t kWavefrontSteps = std::size_t{1} << 16;
 
 [[noreturn]] void fail(const Schedule& schedule, const std::string& message) {
   throw support::InputError(support::SourceLocation{schedule.name, 0, 0, {}}, message);
 }
 
-// Kahn's algorithm with a FIFO queue over `waiting` (each step's prerequisites, consumed):
-// every step after the steps it waits for, wave by wave. Steps that can never run (a cycle: the
-// run reports them as stalled) come last. Small schedules keep their order.
-std::vector<StepId> wavefront_order(const FlatSchedule& flat, std::vector<std::int32_t> waiting) {
-  const std::size_t n = flat.step_count();
-  std::vector<StepId> order;
+// Kahn's algorithm with a FIFO queue: every step after the steps it waits for, wave by wave.
+// Steps that can never run (a cycle: the run reports them as stalled) come last.
+std::vector<StepIndex> wavefront_order(const StepGraph& graph) {
+  const std::size_t n = graph.steps.size();
+  std::vector<std::int32_t> waiting = graph.prerequisites;
+  std::vector<StepIndex> order;
   order.reserve(n);
-  if (n <= kWavefrontSteps) {
-    for (StepId id = 0; id < n; ++id) order.push_back(id);
-    return order;
-  }
-  for (StepId id = 0; id < n; ++id)
-    if (waiting[id] == 0) order.push_back(id);
-  auto release = [&](StepId id) {
-    if (--waiting[id] == 0) order.push_back(id);
+  for (std::size_t s = 0; s < n; ++s)
+    if (waiting[s] == 0) order.push_back(static_cast<StepIndex>(s));
+  auto release = [&](StepIndex s) {
+    if (--waiting[static_cast<std::size_t>(s)] == 0) order.push_back(s);
   };
   for (std::size_t head = 0; head < order.size(); ++head) {
-    const StepId id = order[head];
-    if (id + 1 < flat.block_of(id).end) release(id + 1);
-    for (StepId d : flat.dependents(id)) release(d);
-    if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep)
-      release(receive);
+    const SimStep& step = graph.step(order[head]);
+    if (step.next_in_tb >= 0) release(step.next_in_tb);
+    for (std::int32_t i = step.dependents_begin; i < step.dependents_end; ++i)
+      release(graph.dependents[static_cast<std::size_t>(i)]);
+    if (step.transfer >= 0) release(graph.transfer(step.transfer).recv_step);
   }
   if (order.size() < n)
-    for (StepId id = 0; id < n; ++id)
-      if (waiting[id] > 0) order.push_back(id);
+    for (std::size_t s = 0; s < n; ++s)
+      if (waiting[s] > 0) order.push_back(static_cast<StepIndex>(s));
   return order;
+}
+
+// Puts the steps of a graph built in schedule order into `order`, renumbering every reference
+// to a step, and the transfers into the order of their sends.
+void reorder(StepGraph& graph, const std::vector<StepIndex>& order) {
+  const std::size_t n = order.size();
+  std::vector<StepIndex> position(n);
+  for (std::size_t s = 0; s < n; ++s)
+    position[static_cast<std::size_t>(order[s])] = static_cast<StepIndex>(s);
+  auto moved = [&](StepIndex old) {
+    return old < 0 ? old : position[static_cast<std::size_t>(old)];
+  };
+
+  StepGraph out;
+  out.steps.resize(n);
+  out.names.resize(n);
+  out.start_key.resize(n);
+  out.prerequisites.resize(n);
+  out.dependents.reserve(graph.dependents.size());
+  out.transfers.reserve(graph.transfers.size());
+  for (std::size_t s = 0; s < n; ++s) {
+    const auto old = static_cast<std::size_t>(order[s]);
+    const SimStep& from = graph.steps[old];
+    SimStep& step = out.steps[s];
+    step.next_in_tb = moved(from.next_in_tb);
+    step.in_connection = from.in_connection;
+    step.dependents_begin = static_cast<std::int32_t>(out.dependents.size());
+    for (std::int32_t i = from.dependents_begin; i < from.dependents_end; ++i)
+      out.dependents.push_back(moved(graph.dependents[static_cast<std::size_t>(i)]));
+    step.dependents_end = static_cast<std::int32_t>(out.dependents.size());
+    if (from.transfer >= 0) {
+      SimTransfer transfer = graph.transfer(from.transfer);
+      transfer.send_step = static_cast<StepIndex>(s);
+      transfer.recv_step = moved(transfer.recv_step);
+      step.transfer = static_cast<std::int32_t>(out.transfers.size());
+      out.transfers.push_back(transfer);
+    }
+    out.names[s] = graph.names[old];
+    out.start_key[s] = graph.start_key[old];
+    out.prerequisites[s] = graph.prerequisites[old];
+  }
+  out.run_index = std::move(position);
+  out.routes = std::move(graph.routes);
+  out.route_links = std::move(graph.route_links);
+  out.connections = graph.connections;
+  graph = std::move(out);
 }
 
 // The routes of a schedule's transfers, each (route, cost) computed once: a sender talks to
@@ -118,88 +160,68 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   const FlatSchedule flat(schedule);
   const std::size_t n = flat.step_count();
   StepGraph graph;
-
-  // What the graph needs of each step's IR, read once in schedule order (the IR is scattered
-  // over the heap); routes in that order, so that a missing one is reported for the first send
-  // lacking it.
-  std::vector<std::int32_t> prerequisites(n), count(n), route_of(n, kNoRoute);
-  std::vector<schedule::StepKind> kind(n);
-  RouteTable routes(topology, graph);
-  // A block sends to one peer, nearly always on one route: a send naming the same route as the
-  // block's previous send (or, like it, none) takes that one without a search.
-  struct {
-    schedule::BlockId block = schedule::kNone;
-    std::span<const topology::LinkId> given;
-    std::int32_t route = kNoRoute;
-  } previous;
-  for (StepId id = 0; id < n; ++id) {
-    const schedule::Step& ir = flat.step(id);
-    kind[id] = ir.kind;
-    count[id] = ir.count;
-    prerequisites[id] = (id > flat.block_of(id).first ? 1 : 0) +
-                        static_cast<std::int32_t>(ir.deps.size()) +
-                        (schedule::step_receives(ir.kind) ? 1 : 0);
-    const StepId receive = flat.matching_receive(id);
-    if (receive == schedule::kNoStep) continue;
-    if (flat.block_id(id) == previous.block &&
-        std::equal(ir.route.begin(), ir.route.end(), previous.given.begin(),
-                   previous.given.end())) {
-      route_of[id] = previous.route;
-      continue;
-    }
-    const std::int32_t sender = flat.rank_of(id), receiver = flat.rank_of(receive);
-    route_of[id] = routes.find(sender, receiver, ir.route);
-    previous = {flat.block_id(id), ir.route, route_of[id]};
-    if (route_of[id] == kNoRoute)
-      fail(schedule,
-           "no route from rank " + std::to_string(sender) + " to rank " + std::to_string(receiver));
-  }
-
-  const std::vector<StepId> order = wavefront_order(flat, prerequisites);
-  graph.run_index.resize(n);
-  std::vector<std::int32_t> transfer_of(n, -1);
-  std::int32_t transfers = 0;
-  for (std::size_t s = 0; s < n; ++s) {
-    graph.run_index[order[s]] = static_cast<StepIndex>(s);
-    if (route_of[order[s]] != kNoRoute) transfer_of[order[s]] = transfers++;
-  }
-  auto run_index = [&](StepId id) { return graph.run_index[id]; };
-
   graph.steps.resize(n);
   graph.names.resize(n);
   graph.start_key.resize(n);
-  graph.dependents.reserve(n);
-  graph.transfers.resize(static_cast<std::size_t>(transfers));
-  for (StepId id = 0; id < n; ++id) {
-    const auto s = static_cast<std::size_t>(run_index(id));
-    const schedule::FlatBlock& block = flat.block_of(id);
-    SimStep& step = graph.steps[s];
-    graph.names[s] = StepName{block.rank, block.index, flat.index_in_block(id), kind[id]};
-    if (schedule::step_receives(kind[id]))
-      step.in_connection = static_cast<std::int32_t>(block.recv_connection);
-    if (id + 1 < block.end) step.next_in_tb = run_index(id + 1);
-    step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
-    for (StepId d : flat.dependents(id)) graph.dependents.push_back(run_index(d));
-    step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
-    std::uint64_t start_order = 0;
-    if (route_of[id] != kNoRoute) {
-      const StepId receive = flat.matching_receive(id);
-      start_order = static_cast<std::uint64_t>(
-          (flat.rank_of(receive) - block.rank + schedule.ranks) % schedule.ranks);
-      step.transfer = transfer_of[id];
-      SimTransfer& transfer = graph.transfers[static_cast<std::size_t>(step.transfer)];
-      transfer.send_step = static_cast<StepIndex>(s);
-      transfer.recv_step = run_index(receive);
-      transfer.fraction = static_cast<double>(count[id]) / schedule.chunks;
-      transfer.connection = static_cast<std::int32_t>(block.send_connection);
-      transfer.message = static_cast<std::int32_t>(flat.message_index(id));
-      transfer.route = route_of[id];
-    }
-    graph.start_key[s] = start_order << 32 | id;
-  }
   graph.prerequisites.resize(n);
-  for (StepId id = 0; id < n; ++id)
-    graph.prerequisites[static_cast<std::size_t>(run_index(id))] = prerequisites[id];
+  graph.run_index.resize(n);
+  graph.dependents.reserve(n);
+  std::size_t messages = 0;
+  for (const schedule::FlatConnection& c : flat.connections()) messages += c.messages;
+  graph.transfers.reserve(messages);
+  graph.connections = static_cast<std::int32_t>(flat.connections().size());
+
+  // One pass in schedule order (the IR is scattered over the heap: each step is read once);
+  // routes in that order, so that a missing one is reported for the first send lacking it.
+  RouteTable routes(topology, graph);
+  for (schedule::BlockId b = 0; b < flat.blocks().size(); ++b) {
+    const schedule::FlatBlock& block = flat.blocks()[b];
+    // A block sends to one peer, nearly always on one route: a send naming the same route as
+    // the block's previous send (or, like it, none) takes that one without a search.
+    std::span<const topology::LinkId> previous_given;
+    std::int32_t previous_route = kNoRoute;
+    for (StepId id = block.first; id < block.end; ++id) {
+      const schedule::Step& ir = flat.step(id);
+      const auto s = static_cast<StepIndex>(id);
+      SimStep& step = graph.steps[id];
+      graph.names[id] =
+          StepName{block.rank, block.index, static_cast<std::int32_t>(id - block.first), ir.kind};
+      graph.prerequisites[id] = (id > block.first ? 1 : 0) +
+                                static_cast<std::int32_t>(ir.deps.size()) +
+                                (schedule::step_receives(ir.kind) ? 1 : 0);
+      graph.run_index[id] = s;
+      if (schedule::step_receives(ir.kind))
+        step.in_connection = static_cast<std::int32_t>(block.recv_connection);
+      if (id + 1 < block.end) step.next_in_tb = s + 1;
+      step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
+      for (StepId d : flat.dependents(id)) graph.dependents.push_back(static_cast<StepIndex>(d));
+      step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
+      std::uint64_t start_order = 0;
+      if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep) {
+        const std::int32_t receiver = flat.rank_of(receive);
+        std::int32_t route = previous_route;
+        if (route == kNoRoute || !std::equal(ir.route.begin(), ir.route.end(),
+                                             previous_given.begin(), previous_given.end())) {
+          route = routes.find(block.rank, receiver, ir.route);
+          if (route == kNoRoute)
+            fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
+                               std::to_string(receiver));
+          previous_given = ir.route;
+          previous_route = route;
+        }
+        start_order =
+            static_cast<std::uint64_t>((receiver - block.rank + schedule.ranks) % schedule.ranks);
+        step.transfer = static_cast<std::int32_t>(graph.transfers.size());
+        graph.transfers.push_back(SimTransfer{
+            s, static_cast<StepIndex>(receive), static_cast<double>(ir.count) / schedule.chunks,
+            static_cast<std::int32_t>(block.send_connection),
+            static_cast<std::int32_t>(flat.message_index(id)), route});
+      }
+      graph.start_key[id] = start_order << 32 | id;
+    }
+  }
+  if (n > kWavefrontSteps) reorder(graph, wavefront_order(graph));
+
   for (std::size_t s = 0; s < n; ++s)
     if (graph.prerequisites[s] == 0) graph.initially_ready.push_back(static_cast<StepIndex>(s));
   std::sort(graph.initially_ready.begin(), graph.initially_ready.end(),
@@ -207,7 +229,6 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
               return graph.start_key[static_cast<std::size_t>(a)] <
                      graph.start_key[static_cast<std::size_t>(b)];
             });
-  graph.connections = static_cast<std::int32_t>(flat.connections().size());
   return graph;
 }
 
