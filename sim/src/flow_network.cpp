@@ -18,7 +18,8 @@ FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& gr
       capacity_(topology.link_count()),
       busy_us_(topology.link_count(), 0),
       bytes_(topology.link_count(), 0),
-      flows_on_(topology.link_count()) {
+      on_link_(topology.link_count()),
+      index_of_(graph.transfers.size(), -1) {
   for (topology::LinkId l = 0; l < topology.link_count(); ++l)
     capacity_[l] = support::bytes_per_us(topology.link(l).bw_GBps);
 }
@@ -28,9 +29,11 @@ void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferC
   advance(now);
   started_us[static_cast<std::size_t>(id)] = now;
   const double wire = size * cost.wire_per_byte;
+  index_of_[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(active_.size());
   active_.push_back(Flow{id, wire, 0, cost.latency_us, graph_.route(graph_.transfer(id))});
   for (topology::LinkId l : active_.back().links) {
-    if (flows_on_[l]++ == 0) loaded_.push_back(l);
+    if (on_link_[l].empty()) loaded_.push_back(l);
+    on_link_[l].push_back(id);
     bytes_[l] += wire;
   }
   dirty_ = true;
@@ -48,15 +51,25 @@ double FlowNetwork::next_arrival() {
 
 void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) {
   advance(now);
-  const auto drained = std::stable_partition(
-      active_.begin(), active_.end(), [](const Flow& f) { return f.remaining > kDrainedBytes; });
-  if (drained != active_.end()) {
-    for (auto it = drained; it != active_.end(); ++it) {
-      for (topology::LinkId l : it->links)
-        if (--flows_on_[l] == 0) std::erase(loaded_, l);
-      latency_.push(now + it->latency_us, it->id);
+  // Drained flows leave (in launch order); the others keep their order.
+  std::size_t kept = 0;
+  while (kept < active_.size() && active_[kept].remaining > kDrainedBytes) ++kept;
+  for (std::size_t i = kept; i < active_.size(); ++i) {
+    const Flow& f = active_[i];
+    if (f.remaining > kDrainedBytes) {
+      index_of_[static_cast<std::size_t>(f.id)] = static_cast<std::int32_t>(kept);
+      active_[kept++] = f;
+      continue;
     }
-    active_.erase(drained, active_.end());
+    for (topology::LinkId l : f.links) {
+      std::vector<std::int32_t>& on = on_link_[l];
+      on.erase(std::find(on.begin(), on.end(), f.id));
+      if (on.empty()) std::erase(loaded_, l);
+    }
+    latency_.push(now + f.latency_us, f.id);
+  }
+  if (kept < active_.size()) {
+    active_.resize(kept);
     dirty_ = true;
   }
   while (latency_.next_time() <= now) arrived.push_back(latency_.pop());
@@ -73,38 +86,36 @@ void FlowNetwork::advance(double now) {
 // Progressive filling, by levels: every link whose even split of its remaining capacity is the
 // smallest fixes all its unfixed flows at that share, in one round. Links whose flows are all
 // fixed leave the round's scans (`open_`, kept in load order).
+// Each open link's even split of what it has left among its unfixed flows; the smallest.
+double FlowNetwork::lowest_level() {
+  double lowest = kNever;
+  for (std::size_t i : open_) {
+    level_[i] = left_[i] / unfixed_[i];
+    lowest = std::min(lowest, level_[i]);
+  }
+  return lowest;
+}
+
 void FlowNetwork::share_bandwidth() {
   const std::size_t loaded = loaded_.size();
   left_.resize(loaded);
   unfixed_.resize(loaded);
-  member_begin_.assign(loaded + 1, 0);
   slot_.resize(capacity_.size(), -1);
   for (std::size_t i = 0; i < loaded; ++i) {
     slot_[loaded_[i]] = static_cast<std::int32_t>(i);
     left_[i] = capacity_[loaded_[i]];
-    unfixed_[i] = flows_on_[loaded_[i]];
-    member_begin_[i + 1] = member_begin_[i] + flows_on_[loaded_[i]];
+    unfixed_[i] = static_cast<std::int32_t>(on_link_[loaded_[i]].size());
   }
-  members_.resize(static_cast<std::size_t>(member_begin_[loaded]));
-  fill_.assign(member_begin_.begin(), member_begin_.end() - 1);
-  for (std::size_t f = 0; f < active_.size(); ++f)
-    for (topology::LinkId l : active_[f].links)
-      members_[static_cast<std::size_t>(fill_[static_cast<std::size_t>(slot_[l])]++)] =
-          static_cast<std::int32_t>(f);
   fixed_.assign(active_.size(), 0);
   open_.resize(loaded);
   for (std::size_t i = 0; i < loaded; ++i) open_[i] = i;
   level_.resize(loaded);
+  double share = lowest_level();
   for (std::size_t remaining = active_.size(); remaining > 0;) {
-    double share = kNever;
-    for (std::size_t i : open_) {
-      level_[i] = left_[i] / unfixed_[i];
-      share = std::min(share, level_[i]);
-    }
     for (std::size_t i : open_) {
       if (unfixed_[i] == 0 || level_[i] > share) continue;
-      for (std::int32_t m = member_begin_[i]; m < member_begin_[i + 1]; ++m) {
-        const auto f = static_cast<std::size_t>(members_[static_cast<std::size_t>(m)]);
+      for (std::int32_t id : on_link_[loaded_[i]]) {
+        const auto f = static_cast<std::size_t>(index_of_[static_cast<std::size_t>(id)]);
         if (fixed_[f]) continue;
         fixed_[f] = 1;
         --remaining;
@@ -116,6 +127,7 @@ void FlowNetwork::share_bandwidth() {
       }
     }
     std::erase_if(open_, [&](std::size_t i) { return unfixed_[i] == 0; });
+    share = lowest_level();
   }
 }
 

@@ -35,18 +35,20 @@ class FlowNetwork {
 
   void advance(double now);
   void share_bandwidth();
+  double lowest_level();
 
   std::vector<double> left_, level_;  // per loaded link: capacity left, its even split
-  std::vector<std::int32_t> unfixed_, member_begin_, members_, fill_, slot_;
+  std::vector<std::int32_t> unfixed_, slot_;
   std::vector<std::size_t> open_;  // links with unfixed flows, by their index in loaded_
   std::vector<char> fixed_;
 
   const StepGraph& graph_;
   std::vector<double> capacity_;  // bytes per microsecond
   std::vector<double> busy_us_, bytes_;
-  std::vector<std::int32_t> flows_on_;    // active flows per link
-  std::vector<topology::LinkId> loaded_;  // links with at least one active flow
-  std::vector<Flow> active_;
+  std::vector<std::vector<std::int32_t>> on_link_;  // per link: its active flows, by launch
+  std::vector<topology::LinkId> loaded_;            // links with at least one active flow
+  std::vector<Flow> active_;                        // in launch order
+  std::vector<std::int32_t> index_of_;              // per transfer: its place in active_
   EventQueue<std::int32_t> latency_;  // drained transfers, arriving after their latency
   double now_ = 0;
   bool dirty_ = false;
