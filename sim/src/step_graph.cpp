@@ -49,49 +49,48 @@ std::vector<StepIndex> wavefront_order(const StepGraph& graph) {
 }
 
 // Puts the steps of a graph built in schedule order into `order`, renumbering every reference
-// to a step, and the transfers into the order of their sends.
+// to a step, and the transfers into the order of their sends. It reads the graph in its old
+// order and scatters it: on a large graph, scattered stores cost less than scattered loads.
 void reorder(StepGraph& graph, const std::vector<StepIndex>& order) {
   const std::size_t n = order.size();
   std::vector<StepIndex> position(n);
-  for (std::size_t s = 0; s < n; ++s)
-    position[static_cast<std::size_t>(order[s])] = static_cast<StepIndex>(s);
+  std::vector<std::int32_t> renumbered(graph.transfers.size());
+  std::int32_t transfers = 0;
+  for (std::size_t s = 0; s < n; ++s) {
+    const auto old = static_cast<std::size_t>(order[s]);
+    position[old] = static_cast<StepIndex>(s);
+    if (const std::int32_t t = graph.steps[old].transfer; t >= 0)
+      renumbered[static_cast<std::size_t>(t)] = transfers++;
+  }
   auto moved = [&](StepIndex old) {
     return old < 0 ? old : position[static_cast<std::size_t>(old)];
   };
 
-  StepGraph out;
-  out.steps.resize(n);
-  out.names.resize(n);
-  out.start_key.resize(n);
-  out.prerequisites.resize(n);
-  out.dependents.reserve(graph.dependents.size());
-  out.transfers.reserve(graph.transfers.size());
-  for (std::size_t s = 0; s < n; ++s) {
-    const auto old = static_cast<std::size_t>(order[s]);
-    const SimStep& from = graph.steps[old];
-    SimStep& step = out.steps[s];
-    step.next_in_tb = moved(from.next_in_tb);
-    step.in_connection = from.in_connection;
-    step.dependents_begin = static_cast<std::int32_t>(out.dependents.size());
-    for (std::int32_t i = from.dependents_begin; i < from.dependents_end; ++i)
-      out.dependents.push_back(moved(graph.dependents[static_cast<std::size_t>(i)]));
-    step.dependents_end = static_cast<std::int32_t>(out.dependents.size());
-    if (from.transfer >= 0) {
-      SimTransfer transfer = graph.transfer(from.transfer);
+  std::vector<SimStep> steps(n);
+  std::vector<std::uint64_t> start_key(n);
+  std::vector<std::int32_t> prerequisites(n);
+  std::vector<SimTransfer> moved_transfers(graph.transfers.size());
+  for (std::size_t old = 0; old < n; ++old) {
+    const auto s = static_cast<std::size_t>(position[old]);
+    SimStep step = graph.steps[old];
+    step.next_in_tb = moved(step.next_in_tb);
+    if (step.transfer >= 0) {
+      SimTransfer transfer = graph.transfer(step.transfer);
       transfer.send_step = static_cast<StepIndex>(s);
       transfer.recv_step = moved(transfer.recv_step);
-      step.transfer = static_cast<std::int32_t>(out.transfers.size());
-      out.transfers.push_back(transfer);
+      step.transfer = renumbered[static_cast<std::size_t>(step.transfer)];
+      moved_transfers[static_cast<std::size_t>(step.transfer)] = transfer;
     }
-    out.names[s] = graph.names[old];
-    out.start_key[s] = graph.start_key[old];
-    out.prerequisites[s] = graph.prerequisites[old];
+    steps[s] = step;
+    start_key[s] = graph.start_key[old];
+    prerequisites[s] = graph.prerequisites[old];
   }
-  out.run_index = std::move(position);
-  out.routes = std::move(graph.routes);
-  out.route_links = std::move(graph.route_links);
-  out.connections = graph.connections;
-  graph = std::move(out);
+  for (StepIndex& d : graph.dependents) d = moved(d);  // their ranges stay as they are
+  graph.steps = std::move(steps);
+  graph.start_key = std::move(start_key);
+  graph.prerequisites = std::move(prerequisites);
+  graph.transfers = std::move(moved_transfers);
+  graph.run_index = std::move(position);
 }
 
 // The routes of a schedule's transfers, each (route, cost) computed once: a sender talks to

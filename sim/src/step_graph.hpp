@@ -56,7 +56,7 @@ struct StepGraph {
   std::vector<std::int32_t> prerequisites;
   /// The steps without prerequisites, in the order they start (by start_key).
   std::vector<StepIndex> initially_ready;
-  std::vector<StepName> names;
+  std::vector<StepName> names;  ///< in schedule order: only reports read them (name())
   /// Per step: (start_order << 32) | schedule index. Among steps ready at one instant, the
   /// order they start in: first those that send nothing (start_order 0), then sends by the
   /// receiver's distance (receiver - sender) mod N, then by schedule order. A rank's thread
@@ -76,6 +76,7 @@ struct StepGraph {
     return static_cast<std::uint32_t>(start_key[static_cast<std::size_t>(s)] & kIndexMask);
   }
   const SimStep& step(StepIndex s) const { return steps[static_cast<std::size_t>(s)]; }
+  const StepName& name(StepIndex s) const { return names[schedule_index(s)]; }
   const SimTransfer& transfer(std::int32_t id) const {
     return transfers[static_cast<std::size_t>(id)];
   }
