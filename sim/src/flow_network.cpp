@@ -18,6 +18,7 @@ FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& gr
       capacity_(topology.link_count()),
       busy_us_(topology.link_count(), 0),
       bytes_(topology.link_count(), 0),
+      loaded_since_(topology.link_count(), 0),
       on_link_(topology.link_count()),
       index_of_(graph.transfers.size(), -1) {
   for (topology::LinkId l = 0; l < topology.link_count(); ++l)
@@ -32,7 +33,10 @@ void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferC
   index_of_[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(active_.size());
   active_.push_back(Flow{id, wire, 0, cost.latency_us, graph_.route(graph_.transfer(id))});
   for (topology::LinkId l : active_.back().links) {
-    if (on_link_[l].empty()) loaded_.push_back(l);
+    if (on_link_[l].empty()) {
+      loaded_.push_back(l);
+      loaded_since_[l] = now;
+    }
     on_link_[l].push_back(id);
     bytes_[l] += wire;
   }
@@ -43,10 +47,11 @@ double FlowNetwork::next_arrival() {
   if (dirty_) {
     share_bandwidth();
     dirty_ = false;
+  } else {
+    next_drain_ = kNever;
+    for (const Flow& f : active_) next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
   }
-  double next = latency_.next_time();
-  for (const Flow& f : active_) next = std::min(next, now_ + f.remaining / f.rate);
-  return next;
+  return std::min(latency_.next_time(), next_drain_);
 }
 
 void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) {
@@ -64,12 +69,13 @@ void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) 
     for (topology::LinkId l : f.links) {
       std::vector<std::int32_t>& on = on_link_[l];
       on.erase(std::find(on.begin(), on.end(), f.id));
-      if (on.empty()) std::erase(loaded_, l);
+      if (on.empty()) busy_us_[l] += now - loaded_since_[l];
     }
     latency_.push(now + f.latency_us, f.id);
   }
   if (kept < active_.size()) {
     active_.resize(kept);
+    std::erase_if(loaded_, [&](topology::LinkId l) { return on_link_[l].empty(); });
     dirty_ = true;
   }
   while (latency_.next_time() <= now) arrived.push_back(latency_.pop());
@@ -79,7 +85,6 @@ void FlowNetwork::advance(double now) {
   const double dt = now - now_;
   if (dt <= 0) return;
   for (Flow& f : active_) f.remaining -= f.rate * dt;
-  for (topology::LinkId l : loaded_) busy_us_[l] += dt;
   now_ = now;
 }
 
@@ -110,6 +115,7 @@ void FlowNetwork::share_bandwidth() {
   open_.resize(loaded);
   for (std::size_t i = 0; i < loaded; ++i) open_[i] = i;
   level_.resize(loaded);
+  next_drain_ = kNever;
   double share = lowest_level();
   for (std::size_t remaining = active_.size(); remaining > 0;) {
     for (std::size_t i : open_) {
@@ -120,6 +126,7 @@ void FlowNetwork::share_bandwidth() {
         fixed_[f] = 1;
         --remaining;
         active_[f].rate = share;
+        next_drain_ = std::min(next_drain_, now_ + active_[f].remaining / share);
         for (topology::LinkId l : active_[f].links) {
           left_[static_cast<std::size_t>(slot_[l])] -= share;
           --unfixed_[static_cast<std::size_t>(slot_[l])];

@@ -45,12 +45,14 @@ class FlowNetwork {
   const StepGraph& graph_;
   std::vector<double> capacity_;  // bytes per microsecond
   std::vector<double> busy_us_, bytes_;
+  std::vector<double> loaded_since_;  // per link: when it last went from no flow to one
   std::vector<std::vector<std::int32_t>> on_link_;  // per link: its active flows, by launch
   std::vector<topology::LinkId> loaded_;            // links with at least one active flow
   std::vector<Flow> active_;                        // in launch order
   std::vector<std::int32_t> index_of_;              // per transfer: its place in active_
   EventQueue<std::int32_t> latency_;  // drained transfers, arriving after their latency
   double now_ = 0;
+  double next_drain_ = kNever;  // when the first active flow drains, at the current rates
   bool dirty_ = false;
 };
 
