@@ -74,15 +74,16 @@ class Run {
         costs_(impl.options.protocol_costs ? *impl.options.protocol_costs
                                            : topology::protocol_costs(protocol_)),
         network_(impl.topology, graph_),
-        state_(graph_.steps.size()),
+        pending_(graph_.prerequisites),
+        end_(graph_.steps.size(), -1),
+        latest_(graph_.steps.size(), costs_.launch_us),
+        cause_(graph_.steps.size(), -1),
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
         received_(static_cast<std::size_t>(graph_.connections), 0),
         blocked_(static_cast<std::size_t>(graph_.connections), -1) {
     route_costs_.reserve(graph_.routes.size());
     for (const SimRoute& route : graph_.routes)
       route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
-    for (std::size_t s = 0; s < state_.size(); ++s)
-      state_[s] = StepState{-1, costs_.launch_us, -1, graph_.prerequisites[s]};
     for (StepIndex s : graph_.initially_ready)
       ready_.push_back(Ready{graph_.start_key[static_cast<std::size_t>(s)], s});
   }
@@ -146,10 +147,10 @@ class Run {
 
   void complete(StepIndex s, double now) {
     const SimStep& step = graph_.step(s);
-    state_[static_cast<std::size_t>(s)].end = now;
+    end_[static_cast<std::size_t>(s)] = now;
     ++completed_;
     // Time only moves forward: the last step to finish, the first in schedule order among ties.
-    if (last_ < 0 || now > state_[static_cast<std::size_t>(last_)].end ||
+    if (last_ < 0 || now > end_[static_cast<std::size_t>(last_)] ||
         graph_.schedule_index(s) < graph_.schedule_index(last_))
       last_ = s;
     if (step.in_connection >= 0) free_slot(step.in_connection, now);
@@ -169,13 +170,12 @@ class Run {
 
   // One prerequisite of `s`, set by `cause`, is met at `now`.
   void satisfy(StepIndex s, double now, StepIndex cause) {
-    StepState& state = state_[static_cast<std::size_t>(s)];
-    if (now >= state.latest) {
-      state.latest = now;
-      state.cause = cause;
+    const auto i = static_cast<std::size_t>(s);
+    if (now >= latest_[i]) {
+      latest_[i] = now;
+      cause_[i] = cause;
     }
-    if (--state.pending == 0)
-      ready_.push_back(Ready{graph_.start_key[static_cast<std::size_t>(s)], s});
+    if (--pending_[i] == 0) ready_.push_back(Ready{graph_.start_key[i], s});
   }
 
   SimResult result() const {
@@ -184,16 +184,16 @@ class Run {
     r.protocol = protocol_;
     if (completed_ < graph_.steps.size()) stalled(first_never_ran());
     const StepIndex last = last_;
-    r.time_us = last < 0 ? 0 : state_[static_cast<std::size_t>(last)].end;
+    r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
     if (r.time_us > 0) {
       r.algbw_GBps = support::GBps_of(size_, r.time_us);
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
-    for (StepIndex s = last; s >= 0; s = state_[static_cast<std::size_t>(s)].cause) {
+    for (StepIndex s = last; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
       const StepName& name = graph_.name(s);
       r.critical_path.push_back(CriticalStep{name.rank, name.tb, name.step, name.kind,
-                                             state_[static_cast<std::size_t>(s)].latest,
-                                             state_[static_cast<std::size_t>(s)].end});
+                                             latest_[static_cast<std::size_t>(s)],
+                                             end_[static_cast<std::size_t>(s)]});
     }
     std::reverse(r.critical_path.begin(), r.critical_path.end());
     const std::vector<double>& bytes = network_.link_bytes();
@@ -211,8 +211,7 @@ class Run {
     StepIndex first = -1;
     for (std::size_t i = 0; i < graph_.steps.size(); ++i) {
       const auto s = static_cast<StepIndex>(i);
-      if (state_[i].end < 0 &&
-          (first < 0 || graph_.schedule_index(s) < graph_.schedule_index(first)))
+      if (end_[i] < 0 && (first < 0 || graph_.schedule_index(s) < graph_.schedule_index(first)))
         first = s;
     }
     return first;
@@ -270,14 +269,9 @@ class Run {
   topology::ProtocolCosts costs_;
   Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol
-  // What a run knows of each step, kept together: satisfy and complete touch all of it.
-  struct StepState {
-    double end;            // when it completed; -1 until then
-    double latest;         // when its latest prerequisite was met
-    StepIndex cause;       // the step that met it
-    std::int32_t pending;  // prerequisites not yet met
-  };
-  std::vector<StepState> state_;
+  std::vector<std::int32_t> pending_;
+  std::vector<double> end_, latest_;
+  std::vector<StepIndex> cause_;
   struct Ready {
     std::uint64_t key;  // StepGraph::start_key: the order steps ready at one instant start in
     StepIndex step;
