@@ -88,9 +88,6 @@ void FlowNetwork::advance(double now) {
   now_ = now;
 }
 
-// Progressive filling, by levels: every link whose even split of its remaining capacity is the
-// smallest fixes all its unfixed flows at that share, in one round. Links whose flows are all
-// fixed leave the round's scans (`open_`, kept in load order).
 // Each open link's even split of what it has left among its unfixed flows; the smallest.
 double FlowNetwork::lowest_level() {
   double lowest = kNever;
@@ -101,6 +98,9 @@ double FlowNetwork::lowest_level() {
   return lowest;
 }
 
+// Progressive filling, by levels: every link whose even split of its remaining capacity is the
+// smallest fixes all its unfixed flows at that share, in one round. Links whose flows are all
+// fixed leave the round's scans (`open_`, kept in load order).
 void FlowNetwork::share_bandwidth() {
   const std::size_t loaded = loaded_.size();
   left_.resize(loaded);
