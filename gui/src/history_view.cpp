@@ -100,6 +100,13 @@ HistoryView::HistoryView(QWidget* parent) : QWidget(parent) {
   programs_ = make_table(
       {tr("size"), tr("program"), tr("busbw (GB/s)"), tr("x bound"), tr("time (us)")}, this);
   programs_->setToolTip(tr("The run's best program per size; double-click opens it in the editor"));
+  calibrations_ =
+      make_table({tr("calibrated (UTC)"), tr("host"), tr("backend"), tr("ranks"), tr("topology"),
+                  tr("|error| before (med / max)"), tr("after (med / max)")},
+                 this);
+  calibrations_->setToolTip(
+      tr("optiflow calibrate: the links it fitted are stored as the topology named here; the "
+         "errors are the simulator's against the measured pairs, before and after"));
   lineage_ = new QTextBrowser(this);
   lineage_->setOpenLinks(false);
   metric_ = make_chart_view(tr("Metric over time"), this);
@@ -119,6 +126,7 @@ HistoryView::HistoryView(QWidget* parent) : QWidget(parent) {
   auto* left = new QSplitter(Qt::Vertical, this);
   left->addWidget(runs_);
   left->addWidget(programs_);
+  left->addWidget(calibrations_);
   auto* right = new QSplitter(Qt::Vertical, this);
   right->addWidget(lineage_);
   right->addWidget(metric_box);
@@ -193,6 +201,7 @@ void HistoryView::refresh() {
   const db::HistoryFilter filter = filter_of(topology_, collective_, origin_, since_on_, since_);
   runs_->setRowCount(0);
   programs_->setRowCount(0);
+  calibrations_->setRowCount(0);
   try {
     const db::Store store = db::Store::open(context_.db_path);
     const auto runs = db::list_runs(store, filter);
@@ -209,6 +218,7 @@ void HistoryView::refresh() {
           ->setData(Qt::UserRole, QVariant::fromValue<qlonglong>(r.run.id));
     }
     runs_->resizeColumnsToContents();
+    show_calibrations(store.calibrations());
   } catch (const db::DbError& e) {
     lineage_->setPlainText(text_of(e.what()));
   }
@@ -321,6 +331,24 @@ void HistoryView::show_program(db::Id program_id) {
             .arg(r.perf.busbw_GBps, 0, 'f', 2);
   html += "</table>";
   lineage_->setHtml(html);
+}
+
+void HistoryView::show_calibrations(const std::vector<db::CalibrationRecord>& calibrations) {
+  calibrations_->setRowCount(static_cast<int>(calibrations.size()));
+  for (std::size_t i = 0; i < calibrations.size(); ++i) {  // newest first, as stored
+    const db::CalibrationRecord& c = calibrations[i];
+    const auto errors = [&](double median, double worst) {
+      return c.checked
+                 ? QString("%1% / %2%").arg(100 * median, 0, 'f', 1).arg(100 * worst, 0, 'f', 1)
+                 : tr("not checked");
+    };
+    fill_row(calibrations_, static_cast<int>(i),
+             {text_of(c.created_at.substr(0, 19)), text_of(c.host), text_of(c.backend),
+              QString::number(c.ranks), text_of(c.topology_name),
+              errors(c.median_error_before, c.worst_error_before),
+              errors(c.median_error_after, c.worst_error_after)});
+  }
+  calibrations_->resizeColumnsToContents();
 }
 
 void HistoryView::draw_metric() {

@@ -263,6 +263,38 @@ TEST_F(GuiTest, HistoryFiltersRunsAndShowsLineageAndAMetricOverTime) {
     }
 }
 
+TEST_F(GuiTest, HistoryListsStoredCalibrationsNewestFirst) {
+  QTemporaryDir dir;
+  const std::string path = QDir(dir.path()).filePath("calibrated.db").toStdString();
+  {
+    db::Store store = db::Store::open(path);
+    db::CalibrationRecord c;
+    c.backend = "mpi";
+    c.ranks = 4;
+    c.topology_name = "calibrated-mpi4";
+    c.topology_json = R"({"name":"calibrated-mpi4","nodes":[],"links":[]})";
+    c.checked = true;
+    c.median_error_before = 0.914;
+    c.worst_error_before = 0.95;
+    c.median_error_after = 0.399;
+    c.worst_error_after = 1.694;
+    store.record_calibration(c);
+    c.host = "node7";
+    c.checked = false;
+    store.record_calibration(c);
+  }
+  MainWindow window(path, kTopology);
+  QTableWidget* table = window.history_view()->calibrations();
+  ASSERT_EQ(table->rowCount(), 2);
+  EXPECT_EQ(table->item(0, 1)->text(), "node7");
+  EXPECT_EQ(table->item(0, 5)->text(), "not checked");
+  EXPECT_EQ(table->item(1, 2)->text(), "mpi");
+  EXPECT_EQ(table->item(1, 3)->text(), "4");
+  EXPECT_EQ(table->item(1, 4)->text(), "calibrated-mpi4");
+  EXPECT_EQ(table->item(1, 5)->text(), "91.4% / 95.0%");
+  EXPECT_EQ(table->item(1, 6)->text(), "39.9% / 169.4%");
+}
+
 TEST_F(GuiTest, ViewsKeepWorkingWhileTheCliExploresIntoTheSameDatabase) {
   MainWindow window(db_, kTopology);
   const int before = window.history_view()->runs()->rowCount();

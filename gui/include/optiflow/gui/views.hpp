@@ -281,6 +281,7 @@ class HistoryView : public QWidget {
   // For tests and the screenshot.
   QTableWidget* runs() const { return runs_; }
   QTableWidget* programs() const { return programs_; }
+  QTableWidget* calibrations() const { return calibrations_; }
   QTextBrowser* lineage() const { return lineage_; }
   QChartView* metric_chart() const { return metric_; }
   void set_filter(const QString& topology, const QString& collective, const QString& origin);
@@ -290,6 +291,7 @@ class HistoryView : public QWidget {
 
  private:
   void draw_metric();
+  void show_calibrations(const std::vector<db::CalibrationRecord>& calibrations);
 
   Context context_;
   QComboBox *topology_, *collective_, *origin_, *metric_name_, *metric_size_;
@@ -297,6 +299,7 @@ class HistoryView : public QWidget {
   QDateEdit* since_;
   QTableWidget* runs_;
   QTableWidget* programs_;
+  QTableWidget* calibrations_;  ///< optiflow calibrate's runs, newest first, whatever the filter
   QTextBrowser* lineage_;
   QChartView* metric_;
   db::Id shown_program_ = 0;
