@@ -183,13 +183,12 @@ class Run {
     r.size_bytes = static_cast<std::uint64_t>(size_);
     r.protocol = protocol_;
     if (completed_ < graph_.steps.size()) stalled(first_never_ran());
-    const StepIndex last = last_;
-    r.time_us = last < 0 ? 0 : end_[static_cast<std::size_t>(last)];
+    r.time_us = last_ < 0 ? 0 : end_[static_cast<std::size_t>(last_)];
     if (r.time_us > 0) {
       r.algbw_GBps = support::GBps_of(size_, r.time_us);
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
-    for (StepIndex s = last; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
+    for (StepIndex s = last_; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
       const StepName& name = graph_.name(s);
       r.critical_path.push_back(CriticalStep{name.rank, name.tb, name.step, name.kind,
                                              latest_[static_cast<std::size_t>(s)],

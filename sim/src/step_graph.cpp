@@ -94,7 +94,9 @@ void reorder(StepGraph& graph, const std::vector<StepIndex>& order) {
 }
 
 // The routes of a schedule's transfers, each (route, cost) computed once: a sender talks to
-// few peers, so each keeps a short list of the routes it uses.
+// few peers, so each keeps a short list of the routes it uses. Sends come block by block, and a
+// block sends to one peer, nearly always on one route: a query repeating the previous one is
+// answered without a search.
 class RouteTable {
  public:
   RouteTable(const topology::Topology& topology, StepGraph& graph)
@@ -104,10 +106,20 @@ class RouteTable {
   // the cheapest path; kNoRoute when there is none.
   std::int32_t find(std::int32_t sender, std::int32_t receiver,
                     std::span<const topology::LinkId> given) {
+    if (previous_.route != kNoRoute && sender == previous_.sender &&
+        receiver == previous_.receiver && std::ranges::equal(given, previous_.given))
+      return previous_.route;
+    previous_ = {sender, receiver, given, lookup(sender, receiver, given)};
+    return previous_.route;
+  }
+
+ private:
+  std::int32_t lookup(std::int32_t sender, std::int32_t receiver,
+                      std::span<const topology::LinkId> given) {
     std::vector<Known>& known = from_[static_cast<std::size_t>(sender)];
     for (const Known& k : known)
       if (k.receiver == receiver && k.given == !given.empty() &&
-          (given.empty() || same_links(links_of(k.route), given)))
+          (given.empty() || std::ranges::equal(links_of(k.route), given)))
         return k.route;
     std::vector<topology::LinkId> found;
     if (given.empty())
@@ -125,13 +137,6 @@ class RouteTable {
     return index;
   }
 
- private:
-  static bool same_links(std::span<const topology::LinkId> a, std::span<const topology::LinkId> b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) return false;
-    return true;
-  }
   struct Known {
     std::int32_t receiver;
     bool given;
@@ -148,6 +153,11 @@ class RouteTable {
   topology::Router router_;
   StepGraph& graph_;
   std::vector<std::vector<Known>> from_;  // per sender
+  struct {
+    std::int32_t sender = -1, receiver = -1;
+    std::span<const topology::LinkId> given;  // the schedule's, which outlives the table
+    std::int32_t route = kNoRoute;
+  } previous_;
 };
 
 }  // namespace
@@ -175,10 +185,6 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   RouteTable routes(topology, graph);
   for (schedule::BlockId b = 0; b < flat.blocks().size(); ++b) {
     const schedule::FlatBlock& block = flat.blocks()[b];
-    // A block sends to one peer, nearly always on one route: a send naming the same route as
-    // the block's previous send (or, like it, none) takes that one without a search.
-    std::span<const topology::LinkId> previous_given;
-    std::int32_t previous_route = kNoRoute;
     for (StepId id = block.first; id < block.end; ++id) {
       const schedule::Step& ir = flat.step(id);
       const auto s = static_cast<StepIndex>(id);
@@ -198,16 +204,10 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
       std::uint64_t start_order = 0;
       if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep) {
         const std::int32_t receiver = flat.rank_of(receive);
-        std::int32_t route = previous_route;
-        if (route == kNoRoute || !std::equal(ir.route.begin(), ir.route.end(),
-                                             previous_given.begin(), previous_given.end())) {
-          route = routes.find(block.rank, receiver, ir.route);
-          if (route == kNoRoute)
-            fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
-                               std::to_string(receiver));
-          previous_given = ir.route;
-          previous_route = route;
-        }
+        const std::int32_t route = routes.find(block.rank, receiver, ir.route);
+        if (route == kNoRoute)
+          fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
+                             std::to_string(receiver));
         start_order =
             static_cast<std::uint64_t>((receiver - block.rank + schedule.ranks) % schedule.ranks);
         step.transfer = static_cast<std::int32_t>(graph.transfers.size());

@@ -10,13 +10,6 @@ using detail::info;
 using detail::kStepKinds;
 using detail::StepKindInfo;
 
-constexpr bool in_enum_order() {
-  for (std::size_t i = 0; i < kStepKinds.size(); ++i)
-    if (static_cast<std::size_t>(kStepKinds[i].kind) != i) return false;
-  return true;
-}
-static_assert(in_enum_order(), "detail::info indexes kStepKinds by the enum");
-
 constexpr std::array<std::pair<BufferKind, std::string_view>, 3> kBufferKinds{{
     {BufferKind::input, "i"},
     {BufferKind::output, "o"},

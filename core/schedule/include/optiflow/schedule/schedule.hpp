@@ -65,6 +65,12 @@ inline constexpr std::array<StepKindInfo, 9> kStepKinds{{
     {StepKind::reduce, "re", false, false, true},
     {StepKind::nop, "nop", false, false, false},
 }};
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < kStepKinds.size(); ++i)
+    if (static_cast<std::size_t>(kStepKinds[i].kind) != i) return false;
+  return true;
+}
+static_assert(in_enum_order(), "info() indexes kStepKinds by the enum");
 constexpr const StepKindInfo& info(StepKind kind) {
   return kStepKinds[static_cast<std::size_t>(kind)];
 }
