@@ -189,7 +189,7 @@ class Run {
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
     for (StepIndex s = last_; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
-      const StepName& name = graph_.name(s);
+      const StepName name = graph_.name(s);
       r.critical_path.push_back(CriticalStep{name.rank, name.tb, name.step, name.kind,
                                              latest_[static_cast<std::size_t>(s)],
                                              end_[static_cast<std::size_t>(s)]});
@@ -222,13 +222,13 @@ class Run {
     std::string waits;
     for (StepIndex blocked : blocked_) {
       if (blocked < 0) continue;
-      const StepName& send = graph_.name(blocked);
+      const StepName send = graph_.name(blocked);
       waits = "; rank " + std::to_string(send.rank) + " tb " + std::to_string(send.tb) + " step " +
               std::to_string(send.step) + " waits for a slot: its connection holds " +
               std::to_string(impl_.options.slots) + " steps in flight, as NCCL's do";
       break;
     }
-    const StepName& step = graph_.name(s);
+    const StepName step = graph_.name(s);
     throw support::InputError(
         support::SourceLocation{impl_.name, 0, 0, {}},
         "the simulation stalls: rank " + std::to_string(step.rank) + " tb " +
@@ -240,12 +240,13 @@ class Run {
   std::vector<TransferRecord> timeline() const {
     std::vector<TransferRecord> records;
     records.reserve(graph_.transfers.size());
-    for (StepIndex s : graph_.run_index) {
+    for (std::uint32_t i = 0; i < graph_.steps.size(); ++i) {
+      const StepIndex s = graph_.run_step(i);
       const std::int32_t id = graph_.step(s).transfer;
       if (id < 0) continue;
       const SimTransfer& t = graph_.transfer(id);
-      const StepName& send = graph_.name(s);
-      const StepName& recv = graph_.name(t.recv_step);
+      const StepName send = graph_.name(s);
+      const StepName recv = graph_.name(t.recv_step);
       const std::span<const topology::LinkId> route = graph_.route(t);
       records.push_back(TransferRecord{send.rank,
                                        send.tb,

@@ -107,7 +107,7 @@ class RouteTable {
   std::int32_t find(std::int32_t sender, std::int32_t receiver,
                     std::span<const topology::LinkId> given) {
     if (previous_.route != kNoRoute && sender == previous_.sender &&
-        receiver == previous_.receiver && std::ranges::equal(given, previous_.given))
+        receiver == previous_.receiver && same_links(given, previous_.given))
       return previous_.route;
     previous_ = {sender, receiver, given, lookup(sender, receiver, given)};
     return previous_.route;
@@ -119,7 +119,7 @@ class RouteTable {
     std::vector<Known>& known = from_[static_cast<std::size_t>(sender)];
     for (const Known& k : known)
       if (k.receiver == receiver && k.given == !given.empty() &&
-          (given.empty() || std::ranges::equal(links_of(k.route), given)))
+          (given.empty() || same_links(links_of(k.route), given)))
         return k.route;
     std::vector<topology::LinkId> found;
     if (given.empty())
@@ -135,6 +135,14 @@ class RouteTable {
     graph_.routes.push_back(r);
     known.push_back(Known{receiver, !given.empty(), index});
     return index;
+  }
+
+  // Routes are a few links: a loop costs less than a call to memcmp.
+  static bool same_links(std::span<const topology::LinkId> a, std::span<const topology::LinkId> b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
   }
 
   struct Known {
@@ -169,40 +177,38 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   const FlatSchedule flat(schedule);
   const std::size_t n = flat.step_count();
   StepGraph graph;
-  graph.steps.resize(n);
-  graph.names.resize(n);
-  graph.start_key.resize(n);
-  graph.prerequisites.resize(n);
-  graph.run_index.resize(n);
+  graph.steps.reserve(n);
+  graph.kinds.reserve(n);
+  graph.start_key.reserve(n);
+  graph.prerequisites.reserve(n);
   graph.dependents.reserve(n);
+  graph.blocks.reserve(flat.blocks().size());
   std::size_t messages = 0;
   for (const schedule::FlatConnection& c : flat.connections()) messages += c.messages;
   graph.transfers.reserve(messages);
   graph.connections = static_cast<std::int32_t>(flat.connections().size());
 
-  // One pass in schedule order (the IR is scattered over the heap: each step is read once);
+  // One pass in schedule order, reading the IR of sends only (it is scattered over the heap);
   // routes in that order, so that a missing one is reported for the first send lacking it.
   RouteTable routes(topology, graph);
-  for (schedule::BlockId b = 0; b < flat.blocks().size(); ++b) {
-    const schedule::FlatBlock& block = flat.blocks()[b];
+  for (const schedule::FlatBlock& block : flat.blocks()) {
+    graph.blocks.push_back(BlockName{block.first, block.rank, block.index});
     for (StepId id = block.first; id < block.end; ++id) {
-      const schedule::Step& ir = flat.step(id);
       const auto s = static_cast<StepIndex>(id);
-      SimStep& step = graph.steps[id];
-      graph.names[id] =
-          StepName{block.rank, block.index, static_cast<std::int32_t>(id - block.first), ir.kind};
-      graph.prerequisites[id] = (id > block.first ? 1 : 0) +
-                                static_cast<std::int32_t>(ir.deps.size()) +
-                                (schedule::step_receives(ir.kind) ? 1 : 0);
-      graph.run_index[id] = s;
-      if (schedule::step_receives(ir.kind))
-        step.in_connection = static_cast<std::int32_t>(block.recv_connection);
+      const bool receives = schedule::step_receives(flat.kind(id));
+      SimStep& step = graph.steps.emplace_back();
+      graph.kinds.push_back(flat.kind(id));
+      graph.prerequisites.push_back((id > block.first ? 1 : 0) +
+                                    static_cast<std::int32_t>(flat.deps(id).size()) +
+                                    (receives ? 1 : 0));
+      if (receives) step.in_connection = static_cast<std::int32_t>(block.recv_connection);
       if (id + 1 < block.end) step.next_in_tb = s + 1;
       step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
       for (StepId d : flat.dependents(id)) graph.dependents.push_back(static_cast<StepIndex>(d));
       step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
       std::uint64_t start_order = 0;
       if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep) {
+        const schedule::Step& ir = flat.step(id);  // only sends read the IR
         const std::int32_t receiver = flat.rank_of(receive);
         const std::int32_t route = routes.find(block.rank, receiver, ir.route);
         if (route == kNoRoute)
@@ -216,7 +222,7 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
             static_cast<std::int32_t>(block.send_connection),
             static_cast<std::int32_t>(flat.message_index(id)), route});
       }
-      graph.start_key[id] = start_order << 32 | id;
+      graph.start_key.push_back(start_order << 32 | id);
     }
   }
   if (n > kWavefrontSteps) reorder(graph, wavefront_order(graph));

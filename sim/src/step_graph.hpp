@@ -9,6 +9,7 @@
 // uses schedule_index().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -35,6 +36,12 @@ struct StepName {
   schedule::StepKind kind = schedule::StepKind::nop;
 };
 
+/// A thread block: its steps are schedule indices [first, next block's first).
+struct BlockName {
+  std::uint32_t first = 0;
+  std::int32_t rank = 0, tb = 0;
+};
+
 /// A route used by some transfers, with its size-independent cost.
 struct SimRoute {
   std::int32_t links_begin = 0, links_end = 0;  ///< range in StepGraph::route_links
@@ -56,7 +63,9 @@ struct StepGraph {
   std::vector<std::int32_t> prerequisites;
   /// The steps without prerequisites, in the order they start (by start_key).
   std::vector<StepIndex> initially_ready;
-  std::vector<StepName> names;  ///< in schedule order: only reports read them (name())
+  // Only reports read these (name()): the blocks and each step's kind, in schedule order.
+  std::vector<BlockName> blocks;
+  std::vector<schedule::StepKind> kinds;
   /// Per step: (start_order << 32) | schedule index. Among steps ready at one instant, the
   /// order they start in: first those that send nothing (start_order 0), then sends by the
   /// receiver's distance (receiver - sender) mod N, then by schedule order. A rank's thread
@@ -64,7 +73,7 @@ struct StepGraph {
   /// order, as NCCL's p2p schedule does, keeps the FIFO links from sending every rank to the
   /// same peer first.
   std::vector<std::uint64_t> start_key;
-  std::vector<StepIndex> run_index;    ///< schedule index -> run order
+  std::vector<StepIndex> run_index;    ///< schedule index -> run order; empty: the same
   std::vector<StepIndex> dependents;   ///< steps listing a step in their deps, grouped by step
   std::vector<SimTransfer> transfers;  ///< in the run order of their sends
   std::vector<SimRoute> routes;
@@ -76,7 +85,18 @@ struct StepGraph {
     return static_cast<std::uint32_t>(start_key[static_cast<std::size_t>(s)] & kIndexMask);
   }
   const SimStep& step(StepIndex s) const { return steps[static_cast<std::size_t>(s)]; }
-  const StepName& name(StepIndex s) const { return names[schedule_index(s)]; }
+  StepName name(StepIndex s) const {
+    const std::uint32_t i = schedule_index(s);
+    const auto block =
+        std::upper_bound(blocks.begin(), blocks.end(), i,
+                         [](std::uint32_t id, const BlockName& b) { return id < b.first; }) -
+        1;
+    return StepName{block->rank, block->tb, static_cast<std::int32_t>(i - block->first), kinds[i]};
+  }
+  /// The step at schedule index `i`.
+  StepIndex run_step(std::uint32_t i) const {
+    return run_index.empty() ? static_cast<StepIndex>(i) : run_index[i];
+  }
   const SimTransfer& transfer(std::int32_t id) const {
     return transfers[static_cast<std::size_t>(id)];
   }

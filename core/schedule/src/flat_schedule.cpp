@@ -30,7 +30,6 @@ FlatSchedule::FlatSchedule(const Schedule& schedule, UnpairedMessages unpaired)
     fail(schedule, "the schedule has " + std::to_string(schedule.ranks) + " ranks but " +
                        std::to_string(schedule.programs.size()) + " rank programs");
   add_blocks();
-  add_deps();
   match_messages(unpaired);
 }
 
@@ -69,8 +68,14 @@ void FlatSchedule::add_blocks() {
   }
   blocks_.reserve(block_total);
   steps_.reserve(step_total);
+  kinds_.reserve(step_total);
   block_.reserve(step_total);
+  dep_begin_.reserve(step_total + 1);
+  dep_begin_.push_back(0);
+  deps_.reserve(step_total);
+  StepId first = 0;
   for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
+    // All of a rank's blocks first: a step may depend on a step of a later block.
     first_block_.push_back(static_cast<BlockId>(blocks_.size()));
     const auto& tbs = schedule.programs[r].tbs;
     for (std::size_t t = 0; t < tbs.size(); ++t) {
@@ -78,59 +83,57 @@ void FlatSchedule::add_blocks() {
       const auto id = static_cast<BlockId>(blocks_.size());
       const auto rank = static_cast<std::int32_t>(r);
       const auto tb_index = static_cast<std::int32_t>(t);
-      const auto first = static_cast<StepId>(steps_.size());
-      blocks_.push_back(FlatBlock{rank, tb_index, first,
-                                  first + static_cast<StepId>(tb.steps.size()), kNone, kNone});
+      const StepId end = first + static_cast<StepId>(tb.steps.size());
+      blocks_.push_back(FlatBlock{rank, tb_index, first, end, kNone, kNone});
+      first = end;
       if (check_peer(rank, tb_index, tb.send_peer))
         blocks_[id].send_connection = connect(rank, tb.send_peer, tb.channel, id, true);
       if (check_peer(rank, tb_index, tb.recv_peer))
         blocks_[id].recv_connection = connect(tb.recv_peer, rank, tb.channel, id, false);
-      for (std::size_t s = 0; s < tb.steps.size(); ++s) {
-        const Step& step = tb.steps[s];
-        // Such a step would silently belong to no connection and never pair up.
-        const bool sends_nowhere = step_sends(step.kind) && tb.send_peer == -1;
-        const bool receives_from_nowhere = step_receives(step.kind) && tb.recv_peer == -1;
-        if (sends_nowhere || receives_from_nowhere)
-          fail(schedule, step_text(rank, tb_index, static_cast<std::int32_t>(s), step.kind) +
-                             (sends_nowhere ? ": sends, but the block has no send peer"
-                                            : ": receives, but the block has no receive peer"));
-        steps_.push_back(&step);
-        block_.push_back(id);
-      }
     }
+    for (BlockId b = first_block_.back(); b < blocks_.size(); ++b) add_steps(b);
   }
   first_block_.push_back(static_cast<BlockId>(blocks_.size()));
+  add_dependents();
 }
 
-void FlatSchedule::add_deps() {
-  const std::size_t n = steps_.size();
-  dep_begin_.assign(n + 1, 0);
-  deps_.reserve(n);
-  std::vector<std::uint32_t> dependent_count(n + 1, 0);
-  for (BlockId b = 0; b < blocks_.size(); ++b) {
-    const FlatBlock& block = blocks_[b];
-    const auto& tbs = schedule_->programs[static_cast<std::size_t>(block.rank)].tbs;
-    for (StepId id = block.first; id < block.end; ++id) {
-      for (const StepRef& dep : steps_[id]->deps) {
-        const bool in_range = dep.tb >= 0 && static_cast<std::size_t>(dep.tb) < tbs.size() &&
-                              dep.step >= 0 &&
-                              static_cast<std::size_t>(dep.step) < tbs[dep.tb].steps.size();
-        if (!in_range)
-          fail(*schedule_, block_text(block.rank, block.index) + " step " +
-                               std::to_string(id - block.first) + ": dependency on tb " +
-                               std::to_string(dep.tb) + " step " + std::to_string(dep.step) +
-                               ", which does not exist");
-        const StepId target = id_of(block.rank, dep);
-        deps_.push_back(target);
-        ++dependent_count[target + 1];
-      }
-      dep_begin_[id + 1] = static_cast<std::uint32_t>(deps_.size());
+// Each step of the IR is read here only: the IR is scattered over the heap.
+void FlatSchedule::add_steps(BlockId b) {
+  const FlatBlock& block = blocks_[b];
+  const auto& tbs = schedule_->programs[static_cast<std::size_t>(block.rank)].tbs;
+  const ThreadBlock& tb = tbs[static_cast<std::size_t>(block.index)];
+  for (std::size_t s = 0; s < tb.steps.size(); ++s) {
+    const Step& step = tb.steps[s];
+    // Such a step would silently belong to no connection and never pair up.
+    const bool sends_nowhere = step_sends(step.kind) && tb.send_peer == -1;
+    const bool receives_from_nowhere = step_receives(step.kind) && tb.recv_peer == -1;
+    if (sends_nowhere || receives_from_nowhere)
+      fail(*schedule_, step_text(block.rank, block.index, static_cast<std::int32_t>(s), step.kind) +
+                           (sends_nowhere ? ": sends, but the block has no send peer"
+                                          : ": receives, but the block has no receive peer"));
+    steps_.push_back(&step);
+    kinds_.push_back(step.kind);
+    block_.push_back(b);
+    for (const StepRef& dep : step.deps) {
+      const bool in_range = dep.tb >= 0 && static_cast<std::size_t>(dep.tb) < tbs.size() &&
+                            dep.step >= 0 &&
+                            static_cast<std::size_t>(dep.step) < tbs[dep.tb].steps.size();
+      if (!in_range)
+        fail(*schedule_, block_text(block.rank, block.index) + " step " + std::to_string(s) +
+                             ": dependency on tb " + std::to_string(dep.tb) + " step " +
+                             std::to_string(dep.step) + ", which does not exist");
+      deps_.push_back(id_of(block.rank, dep));
     }
+    dep_begin_.push_back(static_cast<std::uint32_t>(deps_.size()));
   }
-  // Counting sort: dependents grouped by the step they wait for, in step order.
+}
+
+// Counting sort: dependents grouped by the step they wait for, in step order.
+void FlatSchedule::add_dependents() {
+  const std::size_t n = steps_.size();
   dependent_begin_.assign(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i)
-    dependent_begin_[i + 1] = dependent_begin_[i] + dependent_count[i + 1];
+  for (StepId target : deps_) ++dependent_begin_[target + 1];
+  for (std::size_t i = 0; i < n; ++i) dependent_begin_[i + 1] += dependent_begin_[i];
   dependents_.resize(deps_.size());
   std::vector<std::uint32_t> next(dependent_begin_.begin(), dependent_begin_.end() - 1);
   for (StepId id = 0; id < n; ++id)
@@ -150,7 +153,7 @@ void FlatSchedule::match_connection(FlatConnection& connection, UnpairedMessages
   auto next_step = [&](BlockId block, StepId from, bool (*kind_matches)(StepKind)) {
     if (block == kNone) return kNoStep;
     for (StepId id = from; id < blocks_[block].end; ++id)
-      if (kind_matches(steps_[id]->kind)) return id;
+      if (kind_matches(kinds_[id])) return id;
     return kNoStep;
   };
   const StepId sender_first = connection.sender == kNone ? 0 : blocks_[connection.sender].first;
@@ -180,7 +183,7 @@ std::uint32_t FlatSchedule::count_steps(BlockId block, bool (*kind_matches)(Step
   if (block == kNone) return 0;
   std::uint32_t count = 0;
   for (StepId s = blocks_[block].first; s < blocks_[block].end; ++s)
-    count += kind_matches(steps_[s]->kind);
+    count += kind_matches(kinds_[s]);
   return count;
 }
 

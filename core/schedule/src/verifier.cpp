@@ -128,7 +128,7 @@ void Executor::count_prerequisites() {
   for (StepId id = 0; id < flat_.step_count(); ++id)
     pending_[id] = (id > flat_.block_of(id).first ? 1 : 0) +
                    static_cast<std::int32_t>(flat_.deps(id).size()) +
-                   (step_receives(flat_.step(id).kind) ? 1 : 0);
+                   (step_receives(flat_.kind(id)) ? 1 : 0);
 }
 
 void Executor::load_inputs() {
@@ -143,7 +143,7 @@ void Executor::load_inputs() {
 }
 
 void Executor::make_ready(StepId id) {
-  (step_receives(flat_.step(id).kind) ? recv_ready_ : local_ready_).push(id);
+  (step_receives(flat_.kind(id)) ? recv_ready_ : local_ready_).push(id);
 }
 
 void Executor::complete(StepId id) {

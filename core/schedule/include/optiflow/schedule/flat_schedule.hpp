@@ -60,6 +60,8 @@ class FlatSchedule {
   std::span<const FlatConnection> connections() const { return connections_; }
 
   const Step& step(StepId id) const { return *steps_[id]; }
+  /// step(id).kind, without reading the IR.
+  StepKind kind(StepId id) const { return kinds_[id]; }
   const FlatBlock& block_of(StepId id) const { return blocks_[block_[id]]; }
   BlockId block_id(StepId id) const { return block_[id]; }
   std::int32_t rank_of(StepId id) const { return block_of(id).rank; }
@@ -95,7 +97,8 @@ class FlatSchedule {
     return std::span<const StepId>(items).subspan(begin[id], begin[id + 1] - begin[id]);
   }
   void add_blocks();
-  void add_deps();
+  void add_steps(BlockId block);
+  void add_dependents();
   void match_messages(UnpairedMessages unpaired);
   void match_connection(FlatConnection& connection, UnpairedMessages unpaired);
   std::uint32_t count_steps(BlockId block, bool (*kind_matches)(StepKind)) const;
@@ -107,6 +110,7 @@ class FlatSchedule {
   std::vector<BlockId> first_block_;
   std::vector<FlatConnection> connections_;
   std::vector<const Step*> steps_;
+  std::vector<StepKind> kinds_;
   std::vector<BlockId> block_;
   std::vector<std::uint32_t> dep_begin_, dependent_begin_;
   std::vector<StepId> deps_, dependents_;
