@@ -23,74 +23,38 @@ constexpr std::size_t kWavefrontSteps = std::size_t{1} << 16;
   throw support::InputError(support::SourceLocation{schedule.name, 0, 0, {}}, message);
 }
 
-// Kahn's algorithm with a FIFO queue: every step after the steps it waits for, wave by wave.
-// Steps that can never run (a cycle: the run reports them as stalled) come last.
-std::vector<StepIndex> wavefront_order(const StepGraph& graph) {
-  const std::size_t n = graph.steps.size();
-  std::vector<std::int32_t> waiting = graph.prerequisites;
-  std::vector<StepIndex> order;
-  order.reserve(n);
-  for (std::size_t s = 0; s < n; ++s)
-    if (waiting[s] == 0) order.push_back(static_cast<StepIndex>(s));
-  auto release = [&](StepIndex s) {
-    if (--waiting[static_cast<std::size_t>(s)] == 0) order.push_back(s);
-  };
-  for (std::size_t head = 0; head < order.size(); ++head) {
-    const SimStep& step = graph.step(order[head]);
-    if (step.next_in_tb >= 0) release(step.next_in_tb);
-    for (std::int32_t i = step.dependents_begin; i < step.dependents_end; ++i)
-      release(graph.dependents[static_cast<std::size_t>(i)]);
-    if (step.transfer >= 0) release(graph.transfer(step.transfer).recv_step);
-  }
-  if (order.size() < n)
-    for (std::size_t s = 0; s < n; ++s)
-      if (waiting[s] > 0) order.push_back(static_cast<StepIndex>(s));
-  return order;
+// The previous step of its block, its deps and the message it receives.
+std::int32_t prerequisites_of(const FlatSchedule& flat, const schedule::FlatBlock& block,
+                              StepId id) {
+  return (id > block.first ? 1 : 0) + static_cast<std::int32_t>(flat.deps(id).size()) +
+         (schedule::step_receives(flat.kind(id)) ? 1 : 0);
 }
 
-// Puts the steps of a graph built in schedule order into `order`, renumbering every reference
-// to a step, and the transfers into the order of their sends. It reads the graph in its old
-// order and scatters it: on a large graph, scattered stores cost less than scattered loads.
-void reorder(StepGraph& graph, const std::vector<StepIndex>& order) {
-  const std::size_t n = order.size();
-  std::vector<StepIndex> position(n);
-  std::vector<std::int32_t> renumbered(graph.transfers.size());
-  std::int32_t transfers = 0;
-  for (std::size_t s = 0; s < n; ++s) {
-    const auto old = static_cast<std::size_t>(order[s]);
-    position[old] = static_cast<StepIndex>(s);
-    if (const std::int32_t t = graph.steps[old].transfer; t >= 0)
-      renumbered[static_cast<std::size_t>(t)] = transfers++;
+// Kahn's algorithm with a FIFO queue: every step after the steps it waits for, wave by wave.
+// Steps that can never run (a cycle: the run reports them as stalled) come last.
+std::vector<StepId> wavefront_order(const FlatSchedule& flat) {
+  const std::size_t n = flat.step_count();
+  std::vector<std::int32_t> waiting(n);
+  std::vector<StepId> order;
+  order.reserve(n);
+  for (StepId id = 0; id < n; ++id) {
+    waiting[id] = prerequisites_of(flat, flat.block_of(id), id);
+    if (waiting[id] == 0) order.push_back(id);
   }
-  auto moved = [&](StepIndex old) {
-    return old < 0 ? old : position[static_cast<std::size_t>(old)];
+  auto release = [&](StepId id) {
+    if (--waiting[id] == 0) order.push_back(id);
   };
-
-  std::vector<SimStep> steps(n);
-  std::vector<std::uint64_t> start_key(n);
-  std::vector<std::int32_t> prerequisites(n);
-  std::vector<SimTransfer> moved_transfers(graph.transfers.size());
-  for (std::size_t old = 0; old < n; ++old) {
-    const auto s = static_cast<std::size_t>(position[old]);
-    SimStep step = graph.steps[old];
-    step.next_in_tb = moved(step.next_in_tb);
-    if (step.transfer >= 0) {
-      SimTransfer transfer = graph.transfer(step.transfer);
-      transfer.send_step = static_cast<StepIndex>(s);
-      transfer.recv_step = moved(transfer.recv_step);
-      step.transfer = renumbered[static_cast<std::size_t>(step.transfer)];
-      moved_transfers[static_cast<std::size_t>(step.transfer)] = transfer;
-    }
-    steps[s] = step;
-    start_key[s] = graph.start_key[old];
-    prerequisites[s] = graph.prerequisites[old];
+  for (std::size_t head = 0; head < order.size(); ++head) {
+    const StepId id = order[head];
+    if (id + 1 < flat.block_of(id).end) release(id + 1);
+    for (StepId d : flat.dependents(id)) release(d);
+    if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep)
+      release(receive);
   }
-  for (StepIndex& d : graph.dependents) d = moved(d);  // their ranges stay as they are
-  graph.steps = std::move(steps);
-  graph.start_key = std::move(start_key);
-  graph.prerequisites = std::move(prerequisites);
-  graph.transfers = std::move(moved_transfers);
-  graph.run_index = std::move(position);
+  if (order.size() < n)
+    for (StepId id = 0; id < n; ++id)
+      if (waiting[id] > 0) order.push_back(id);
+  return order;
 }
 
 // The routes of a schedule's transfers, each (route, cost) computed once: a sender talks to
@@ -177,55 +141,67 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   const FlatSchedule flat(schedule);
   const std::size_t n = flat.step_count();
   StepGraph graph;
+  // Run order: schedule order, or for large schedules a wavefront order, run_index its
+  // inverse. Large graphs are built by reading the flat schedule in run order: scattered loads,
+  // but each array written once, in order.
+  std::vector<StepId> order;
+  if (n > kWavefrontSteps) {
+    order = wavefront_order(flat);
+    graph.run_index.resize(n);
+    for (std::size_t s = 0; s < n; ++s) graph.run_index[order[s]] = static_cast<StepIndex>(s);
+  }
+  auto id_at = [&](std::size_t s) { return order.empty() ? static_cast<StepId>(s) : order[s]; };
+  auto run_of = [&](StepId id) {
+    return order.empty() ? static_cast<StepIndex>(id) : graph.run_index[id];
+  };
+
   graph.steps.reserve(n);
   graph.kinds.reserve(n);
   graph.start_key.reserve(n);
   graph.prerequisites.reserve(n);
   graph.dependents.reserve(n);
   graph.blocks.reserve(flat.blocks().size());
+  for (const schedule::FlatBlock& block : flat.blocks())
+    graph.blocks.push_back(BlockName{block.first, block.rank, block.index});
+  for (StepId id = 0; id < n; ++id) graph.kinds.push_back(flat.kind(id));
   std::size_t messages = 0;
   for (const schedule::FlatConnection& c : flat.connections()) messages += c.messages;
   graph.transfers.reserve(messages);
   graph.connections = static_cast<std::int32_t>(flat.connections().size());
 
-  // One pass in schedule order, reading the IR of sends only (it is scattered over the heap);
-  // routes in that order, so that a missing one is reported for the first send lacking it.
+  // The IR is read for sends only (it is scattered over the heap). Routes are found in run
+  // order: a missing one is reported for the first send lacking it.
   RouteTable routes(topology, graph);
-  for (const schedule::FlatBlock& block : flat.blocks()) {
-    graph.blocks.push_back(BlockName{block.first, block.rank, block.index});
-    for (StepId id = block.first; id < block.end; ++id) {
-      const auto s = static_cast<StepIndex>(id);
-      const bool receives = schedule::step_receives(flat.kind(id));
-      SimStep& step = graph.steps.emplace_back();
-      graph.kinds.push_back(flat.kind(id));
-      graph.prerequisites.push_back((id > block.first ? 1 : 0) +
-                                    static_cast<std::int32_t>(flat.deps(id).size()) +
-                                    (receives ? 1 : 0));
-      if (receives) step.in_connection = static_cast<std::int32_t>(block.recv_connection);
-      if (id + 1 < block.end) step.next_in_tb = s + 1;
-      step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
-      for (StepId d : flat.dependents(id)) graph.dependents.push_back(static_cast<StepIndex>(d));
-      step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
-      std::uint64_t start_order = 0;
-      if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep) {
-        const schedule::Step& ir = flat.step(id);  // only sends read the IR
-        const std::int32_t receiver = flat.rank_of(receive);
-        const std::int32_t route = routes.find(block.rank, receiver, ir.route);
-        if (route == kNoRoute)
-          fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
-                             std::to_string(receiver));
-        start_order =
-            static_cast<std::uint64_t>((receiver - block.rank + schedule.ranks) % schedule.ranks);
-        step.transfer = static_cast<std::int32_t>(graph.transfers.size());
-        graph.transfers.push_back(SimTransfer{
-            s, static_cast<StepIndex>(receive), static_cast<double>(ir.count) / schedule.chunks,
-            static_cast<std::int32_t>(block.send_connection),
-            static_cast<std::int32_t>(flat.message_index(id)), route});
-      }
-      graph.start_key.push_back(start_order << 32 | id);
+  for (std::size_t i = 0; i < n; ++i) {
+    const StepId id = id_at(i);
+    const auto s = static_cast<StepIndex>(i);
+    const schedule::FlatBlock& block = flat.block_of(id);
+    SimStep& step = graph.steps.emplace_back();
+    graph.prerequisites.push_back(prerequisites_of(flat, block, id));
+    if (schedule::step_receives(flat.kind(id)))
+      step.in_connection = static_cast<std::int32_t>(block.recv_connection);
+    if (id + 1 < block.end) step.next_in_tb = run_of(id + 1);
+    step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
+    for (StepId d : flat.dependents(id)) graph.dependents.push_back(run_of(d));
+    step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
+    std::uint64_t start_order = 0;
+    if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep) {
+      const schedule::Step& ir = flat.step(id);
+      const std::int32_t receiver = flat.rank_of(receive);
+      const std::int32_t route = routes.find(block.rank, receiver, ir.route);
+      if (route == kNoRoute)
+        fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
+                           std::to_string(receiver));
+      start_order =
+          static_cast<std::uint64_t>((receiver - block.rank + schedule.ranks) % schedule.ranks);
+      step.transfer = static_cast<std::int32_t>(graph.transfers.size());
+      graph.transfers.push_back(
+          SimTransfer{s, run_of(receive), static_cast<double>(ir.count) / schedule.chunks,
+                      static_cast<std::int32_t>(block.send_connection),
+                      static_cast<std::int32_t>(flat.message_index(id)), route});
     }
+    graph.start_key.push_back(start_order << 32 | id);
   }
-  if (n > kWavefrontSteps) reorder(graph, wavefront_order(graph));
 
   for (std::size_t s = 0; s < n; ++s)
     if (graph.prerequisites[s] == 0) graph.initially_ready.push_back(static_cast<StepIndex>(s));
