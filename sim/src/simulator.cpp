@@ -73,6 +73,8 @@ class Run {
         protocol_(impl.protocol_for(size_bytes)),
         costs_(impl.options.protocol_costs ? *impl.options.protocol_costs
                                            : topology::protocol_costs(protocol_)),
+        overhead_us_(impl.overhead_us),
+        slots_(impl.options.slots),
         network_(impl.topology, graph_),
         pending_(graph_.prerequisites),
         end_(graph_.steps.size(), -1),
@@ -120,8 +122,8 @@ class Run {
 
  private:
   void start(StepIndex s, double now) {
-    if (impl_.overhead_us > 0) {
-      delayed_.push(now + impl_.overhead_us, s);
+    if (overhead_us_ > 0) {
+      delayed_.push(now + overhead_us_, s);
     } else if (graph_.step(s).transfer >= 0) {
       hand_off_or_wait(s, now);
     } else {
@@ -131,7 +133,7 @@ class Run {
 
   // A send takes a slot of its connection: the k-th message needs the (k - slots)-th received.
   bool has_slot(const SimTransfer& t) const {
-    return t.message - received_[static_cast<std::size_t>(t.connection)] < impl_.options.slots;
+    return t.message - received_[static_cast<std::size_t>(t.connection)] < slots_;
   }
 
   void hand_off_or_wait(StepIndex s, double now) {
@@ -150,9 +152,10 @@ class Run {
     end_[static_cast<std::size_t>(s)] = now;
     ++completed_;
     // Time only moves forward: the last step to finish, the first in schedule order among ties.
-    if (last_ < 0 || now > end_[static_cast<std::size_t>(last_)] ||
-        graph_.schedule_index(s) < graph_.schedule_index(last_))
+    if (last_ < 0 || now > last_end_ || graph_.schedule_index(s) < graph_.schedule_index(last_)) {
       last_ = s;
+      last_end_ = now;
+    }
     if (step.in_connection >= 0) free_slot(step.in_connection, now);
     if (step.next_in_tb >= 0) satisfy(step.next_in_tb, now, s);
     for (std::int32_t i = step.dependents_begin; i < step.dependents_end; ++i)
@@ -267,6 +270,10 @@ class Run {
   double size_;
   topology::Protocol protocol_;
   topology::ProtocolCosts costs_;
+  // Copies of the options the loop reads per step: members, so that stores into the per-step
+  // arrays cannot make the compiler reload them.
+  double overhead_us_;
+  std::int32_t slots_;
   Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol
   std::vector<std::int32_t> pending_;
@@ -283,6 +290,7 @@ class Run {
   EventQueue<StepIndex> delayed_;        // steps starting once the per-step overhead has passed
   std::size_t completed_ = 0;
   StepIndex last_ = -1;  // the step that finished last so far
+  double last_end_ = 0;  // when it finished
 };
 
 }  // namespace
