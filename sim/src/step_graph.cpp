@@ -23,13 +23,6 @@ constexpr std::size_t kWavefrontSteps = std::size_t{1} << 16;
   throw support::InputError(support::SourceLocation{schedule.name, 0, 0, {}}, message);
 }
 
-// The previous step of its block, its deps and the message it receives.
-std::int32_t prerequisites_of(const FlatSchedule& flat, const schedule::FlatBlock& block,
-                              StepId id) {
-  return (id > block.first ? 1 : 0) + static_cast<std::int32_t>(flat.deps(id).size()) +
-         (schedule::step_receives(flat.kind(id)) ? 1 : 0);
-}
-
 // Kahn's algorithm with a FIFO queue: every step after the steps it waits for, wave by wave.
 // Steps that can never run (a cycle: the run reports them as stalled) come last.
 std::vector<StepId> wavefront_order(const FlatSchedule& flat) {
@@ -38,18 +31,14 @@ std::vector<StepId> wavefront_order(const FlatSchedule& flat) {
   std::vector<StepId> order;
   order.reserve(n);
   for (StepId id = 0; id < n; ++id) {
-    waiting[id] = prerequisites_of(flat, flat.block_of(id), id);
+    waiting[id] = flat.prerequisite_count(id);
     if (waiting[id] == 0) order.push_back(id);
   }
   auto release = [&](StepId id) {
     if (--waiting[id] == 0) order.push_back(id);
   };
   for (std::size_t head = 0; head < order.size(); ++head) {
-    const StepId id = order[head];
-    if (id + 1 < flat.block_of(id).end) release(id + 1);
-    for (StepId d : flat.dependents(id)) release(d);
-    if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep)
-      release(receive);
+    flat.for_each_successor(order[head], release);
   }
   if (order.size() < n)
     for (StepId id = 0; id < n; ++id)
@@ -58,9 +47,9 @@ std::vector<StepId> wavefront_order(const FlatSchedule& flat) {
 }
 
 // The routes of a schedule's transfers, each (route, cost) computed once: a sender talks to
-// few peers, so each keeps a short list of the routes it uses. Sends come block by block, and a
-// block sends to one peer, nearly always on one route: a query repeating the previous one is
-// answered without a search.
+// few peers, so each keeps a short list of the routes it uses. In schedule order sends come
+// block by block, and a block sends to one peer, nearly always on one route: a query repeating
+// the previous one is answered without a search.
 class RouteTable {
  public:
   RouteTable(const topology::Topology& topology, StepGraph& graph)
@@ -177,7 +166,7 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     const auto s = static_cast<StepIndex>(i);
     const schedule::FlatBlock& block = flat.block_of(id);
     SimStep& step = graph.steps.emplace_back();
-    graph.prerequisites.push_back(prerequisites_of(flat, block, id));
+    graph.prerequisites.push_back(flat.prerequisite_count(id));
     if (schedule::step_receives(flat.kind(id)))
       step.in_connection = static_cast<std::int32_t>(block.recv_connection);
     if (id + 1 < block.end) step.next_in_tb = run_of(id + 1);

@@ -4,9 +4,9 @@
 //
 // Steps are stored in run order. For large schedules (a million steps) that is a wavefront
 // (topological) order rather than the schedule's (rank, block, step) order: the steps running
-// at one instant then lie close together, which keeps them in cache. Anything that depends on the schedule's
-// order (ties between steps ready at one instant, the first step that stalls, the timeline)
-// uses schedule_index().
+// at one instant then lie close together, which keeps them in cache. Anything that depends on the
+// schedule's order (ties between steps ready at one instant, the first step that stalls, the
+// timeline) uses schedule_index().
 #pragma once
 
 #include <algorithm>

@@ -63,9 +63,8 @@ void run_against_reference(std::uint32_t seed, double (*later)(std::mt19937_64&,
 
 TEST(EventQueue, PopsInTimeThenInsertionOrderWhenTimesRepeat) {
   // Few distinct times: most events share their instant with others.
-  run_against_reference(1, [](std::mt19937_64& r, double now) {
-    return now + static_cast<double>(r() % 4);
-  });
+  run_against_reference(
+      1, [](std::mt19937_64& r, double now) { return now + static_cast<double>(r() % 4); });
 }
 
 TEST(EventQueue, PopsInTimeThenInsertionOrderWhenTimesDifferInTheirLastBits) {

@@ -125,10 +125,7 @@ class Executor {
 // A step waits for its block predecessor, its deps and, if it receives, the matching send; one
 // that receives without a matching send waits forever (a deadlock, reported with its cause).
 void Executor::count_prerequisites() {
-  for (StepId id = 0; id < flat_.step_count(); ++id)
-    pending_[id] = (id > flat_.block_of(id).first ? 1 : 0) +
-                   static_cast<std::int32_t>(flat_.deps(id).size()) +
-                   (step_receives(flat_.kind(id)) ? 1 : 0);
+  for (StepId id = 0; id < flat_.step_count(); ++id) pending_[id] = flat_.prerequisite_count(id);
 }
 
 void Executor::load_inputs() {

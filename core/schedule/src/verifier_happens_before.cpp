@@ -11,13 +11,6 @@ namespace {
 constexpr std::size_t kMaxClockEntries = std::size_t{1} << 24;
 constexpr std::size_t kMaxClockWork = std::size_t{1} << 26;
 
-template <typename Visit>
-void for_each_successor(const FlatSchedule& flat, StepId id, Visit&& visit) {
-  if (id + 1 < flat.block_of(id).end) visit(id + 1);
-  for (StepId dependent : flat.dependents(id)) visit(dependent);
-  if (flat.matching_receive(id) != kNoStep) visit(flat.matching_receive(id));
-}
-
 std::uint32_t predecessor_count(const FlatSchedule& flat, StepId id) {
   return (id > flat.block_of(id).first ? 1u : 0u) +
          static_cast<std::uint32_t>(flat.deps(id).size()) +
@@ -120,7 +113,7 @@ void HappensBefore::place_depth_first() {
     const StepId id = stack_.back();
     stack_.pop_back();
     places_[id].second = next++;
-    for_each_successor(flat_, id, [&](StepId successor) {
+    flat_.for_each_successor(id, [&](StepId successor) {
       // A receive without a matching send is short of nothing here, yet it never runs.
       if (--waiting[successor] == 0 && places_[successor].first != kNone)
         stack_.push_back(successor);
@@ -170,7 +163,7 @@ bool HappensBefore::search(StepId x, StepId y) {
     stack_.pop_back();
     ++searched_;
     if (at != x && reaches_directly(at, y)) return true;
-    for_each_successor(flat_, at, [&](StepId next) {
+    flat_.for_each_successor(at, [&](StepId next) {
       if (visited_[next] == generation_ || !inside(places_[next], places_[x], places_[y])) return;
       visited_[next] = generation_;
       stack_.push_back(next);

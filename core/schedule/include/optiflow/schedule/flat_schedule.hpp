@@ -87,6 +87,20 @@ class FlatSchedule {
   /// For a step that sends: the receive that takes its message; kNoStep otherwise (and when
   /// unpaired).
   StepId matching_receive(StepId id) const { return matching_receive_[id]; }
+  /// What `id` waits for: the previous step of its block, its deps, and, for a step that
+  /// receives, its message.
+  std::int32_t prerequisite_count(StepId id) const {
+    return (id > block_of(id).first ? 1 : 0) + static_cast<std::int32_t>(deps(id).size()) +
+           (step_receives(kind(id)) ? 1 : 0);
+  }
+  /// Calls visit(step) for each step that waits for `id`: the next step of its block, its
+  /// dependents and the receive that takes its message.
+  template <class Visit>
+  void for_each_successor(StepId id, Visit&& visit) const {
+    if (id + 1 < block_of(id).end) visit(id + 1);
+    for (StepId dependent : dependents(id)) visit(dependent);
+    if (matching_receive(id) != kNoStep) visit(matching_receive(id));
+  }
   /// For a step that sends: its position among its block's sends (= its connection's messages
   /// when paired); kNone otherwise.
   std::uint32_t message_index(StepId id) const { return message_index_[id]; }
