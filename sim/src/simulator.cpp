@@ -76,18 +76,16 @@ class Run {
         overhead_us_(impl.overhead_us),
         slots_(impl.options.slots),
         network_(impl.topology, graph_),
-        pending_(graph_.prerequisites),
-        end_(graph_.steps.size(), -1),
-        latest_(graph_.steps.size(), costs_.launch_us),
-        cause_(graph_.steps.size(), -1),
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
         received_(static_cast<std::size_t>(graph_.connections), 0),
         blocked_(static_cast<std::size_t>(graph_.connections), -1) {
+    state_.reserve(graph_.steps.size());
+    for (const SimStep& step : graph_.steps)
+      state_.push_back(StepState{costs_.launch_us, -1, step.prerequisites, -1});
     route_costs_.reserve(graph_.routes.size());
     for (const SimRoute& route : graph_.routes)
       route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
-    for (StepIndex s : graph_.initially_ready)
-      ready_.push_back(Ready{graph_.start_key[static_cast<std::size_t>(s)], s});
+    for (StepIndex s : graph_.initially_ready) ready_.push_back(Ready{graph_.step(s).start_key, s});
   }
 
   SimResult execute() {
@@ -149,7 +147,7 @@ class Run {
 
   void complete(StepIndex s, double now) {
     const SimStep& step = graph_.step(s);
-    end_[static_cast<std::size_t>(s)] = now;
+    state(s).end = now;
     ++completed_;
     // Time only moves forward: the last step to finish, the first in schedule order among ties.
     if (last_ < 0 || now > last_end_ || graph_.schedule_index(s) < graph_.schedule_index(last_)) {
@@ -173,12 +171,12 @@ class Run {
 
   // One prerequisite of `s`, set by `cause`, is met at `now`.
   void satisfy(StepIndex s, double now, StepIndex cause) {
-    const auto i = static_cast<std::size_t>(s);
-    if (now >= latest_[i]) {
-      latest_[i] = now;
-      cause_[i] = cause;
+    StepState& state = this->state(s);
+    if (now >= state.latest) {
+      state.latest = now;
+      state.cause = cause;
     }
-    if (--pending_[i] == 0) ready_.push_back(Ready{graph_.start_key[i], s});
+    if (--state.pending == 0) ready_.push_back(Ready{graph_.step(s).start_key, s});
   }
 
   SimResult result() const {
@@ -186,16 +184,15 @@ class Run {
     r.size_bytes = static_cast<std::uint64_t>(size_);
     r.protocol = protocol_;
     if (completed_ < graph_.steps.size()) stalled(first_never_ran());
-    r.time_us = last_ < 0 ? 0 : end_[static_cast<std::size_t>(last_)];
+    r.time_us = last_ < 0 ? 0 : state(last_).end;
     if (r.time_us > 0) {
       r.algbw_GBps = support::GBps_of(size_, r.time_us);
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
-    for (StepIndex s = last_; s >= 0; s = cause_[static_cast<std::size_t>(s)]) {
+    for (StepIndex s = last_; s >= 0; s = state(s).cause) {
       const StepName name = graph_.name(s);
-      r.critical_path.push_back(CriticalStep{name.rank, name.tb, name.step, name.kind,
-                                             latest_[static_cast<std::size_t>(s)],
-                                             end_[static_cast<std::size_t>(s)]});
+      r.critical_path.push_back(
+          CriticalStep{name.rank, name.tb, name.step, name.kind, state(s).latest, state(s).end});
     }
     std::reverse(r.critical_path.begin(), r.critical_path.end());
     const std::vector<double>& bytes = network_.link_bytes();
@@ -213,7 +210,8 @@ class Run {
     StepIndex first = -1;
     for (std::size_t i = 0; i < graph_.steps.size(); ++i) {
       const auto s = static_cast<StepIndex>(i);
-      if (end_[i] < 0 && (first < 0 || graph_.schedule_index(s) < graph_.schedule_index(first)))
+      if (state_[i].end < 0 &&
+          (first < 0 || graph_.schedule_index(s) < graph_.schedule_index(first)))
         first = s;
     }
     return first;
@@ -276,9 +274,16 @@ class Run {
   std::int32_t slots_;
   Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol
-  std::vector<std::int32_t> pending_;
-  std::vector<double> end_, latest_;
-  std::vector<StepIndex> cause_;
+  // What the loop writes of a step, in one place, like SimStep.
+  struct StepState {
+    double latest;         // when its last prerequisite so far was met
+    double end;            // when it completed; -1 until then
+    std::int32_t pending;  // prerequisites not yet met
+    StepIndex cause;       // the step that met its latest prerequisite, -1 if none
+  };
+  StepState& state(StepIndex s) { return state_[static_cast<std::size_t>(s)]; }
+  const StepState& state(StepIndex s) const { return state_[static_cast<std::size_t>(s)]; }
+  std::vector<StepState> state_;
   struct Ready {
     std::uint64_t key;  // StepGraph::start_key: the order steps ready at one instant start in
     StepIndex step;

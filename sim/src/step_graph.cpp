@@ -144,15 +144,12 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     return order.empty() ? static_cast<StepIndex>(id) : graph.run_index[id];
   };
 
-  graph.steps.reserve(n);
-  graph.kinds.reserve(n);
-  graph.start_key.reserve(n);
-  graph.prerequisites.reserve(n);
+  graph.steps.resize(n);
   graph.dependents.reserve(n);
   graph.blocks.reserve(flat.blocks().size());
   for (const schedule::FlatBlock& block : flat.blocks())
     graph.blocks.push_back(BlockName{block.first, block.rank, block.index});
-  for (StepId id = 0; id < n; ++id) graph.kinds.push_back(flat.kind(id));
+  graph.kinds.assign(flat.kinds().begin(), flat.kinds().end());
   std::size_t messages = 0;
   for (const schedule::FlatConnection& c : flat.connections()) messages += c.messages;
   graph.transfers.reserve(messages);
@@ -165,8 +162,9 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     const StepId id = id_at(i);
     const auto s = static_cast<StepIndex>(i);
     const schedule::FlatBlock& block = flat.block_of(id);
-    SimStep& step = graph.steps.emplace_back();
-    graph.prerequisites.push_back(flat.prerequisite_count(id));
+    SimStep& step = graph.steps[i];
+    step.prerequisites = flat.prerequisite_count(id);
+    if (step.prerequisites == 0) graph.initially_ready.push_back(s);
     if (schedule::step_receives(flat.kind(id)))
       step.in_connection = static_cast<std::int32_t>(block.recv_connection);
     if (id + 1 < block.end) step.next_in_tb = run_of(id + 1);
@@ -181,24 +179,20 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
       if (route == kNoRoute)
         fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
                            std::to_string(receiver));
-      start_order =
-          static_cast<std::uint64_t>((receiver - block.rank + schedule.ranks) % schedule.ranks);
+      const std::int32_t distance = receiver - block.rank;
+      start_order = static_cast<std::uint64_t>(distance < 0 ? distance + schedule.ranks : distance);
       step.transfer = static_cast<std::int32_t>(graph.transfers.size());
       graph.transfers.push_back(
           SimTransfer{s, run_of(receive), static_cast<double>(ir.count) / schedule.chunks,
                       static_cast<std::int32_t>(block.send_connection),
                       static_cast<std::int32_t>(flat.message_index(id)), route});
     }
-    graph.start_key.push_back(start_order << 32 | id);
+    step.start_key = start_order << 32 | id;
   }
 
-  for (std::size_t s = 0; s < n; ++s)
-    if (graph.prerequisites[s] == 0) graph.initially_ready.push_back(static_cast<StepIndex>(s));
-  std::sort(graph.initially_ready.begin(), graph.initially_ready.end(),
-            [&](StepIndex a, StepIndex b) {
-              return graph.start_key[static_cast<std::size_t>(a)] <
-                     graph.start_key[static_cast<std::size_t>(b)];
-            });
+  std::sort(
+      graph.initially_ready.begin(), graph.initially_ready.end(),
+      [&](StepIndex a, StepIndex b) { return graph.step(a).start_key < graph.step(b).start_key; });
   return graph;
 }
 

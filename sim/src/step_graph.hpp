@@ -22,13 +22,23 @@ namespace optiflow::sim {
 
 using StepIndex = std::int32_t;  ///< a step in run order
 
-/// What the event loop reads of a step.
+/// What the event loop reads of a step, in one place: a step's turn in the loop then costs one
+/// cache line of the graph (32 bytes).
 struct SimStep {
+  /// (start_order << 32) | schedule index. Among steps ready at one instant, the order they
+  /// start in: first those that send nothing (start_order 0), then sends by the receiver's
+  /// distance (receiver - sender) mod N, then by schedule order. A rank's thread blocks run at
+  /// once and its links interleave them; taking their sends in rotated peer order, as NCCL's p2p
+  /// schedule does, keeps the FIFO links from sending every rank to the same peer first.
+  std::uint64_t start_key = 0;
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;       ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
+  /// The previous step of its block + its deps + the message it receives.
+  std::int32_t prerequisites = 0;
 };
+static_assert(sizeof(SimStep) == 32);
 
 /// Where a step is in the schedule, for reports.
 struct StepName {
@@ -59,20 +69,11 @@ struct SimTransfer {
 
 struct StepGraph {
   std::vector<SimStep> steps;  ///< in run order
-  /// Per step: the previous step of its block + its deps + the message it receives.
-  std::vector<std::int32_t> prerequisites;
   /// The steps without prerequisites, in the order they start (by start_key).
   std::vector<StepIndex> initially_ready;
   // Only reports read these (name()): the blocks and each step's kind, in schedule order.
   std::vector<BlockName> blocks;
   std::vector<schedule::StepKind> kinds;
-  /// Per step: (start_order << 32) | schedule index. Among steps ready at one instant, the
-  /// order they start in: first those that send nothing (start_order 0), then sends by the
-  /// receiver's distance (receiver - sender) mod N, then by schedule order. A rank's thread
-  /// blocks run at once and its links interleave them; taking their sends in rotated peer
-  /// order, as NCCL's p2p schedule does, keeps the FIFO links from sending every rank to the
-  /// same peer first.
-  std::vector<std::uint64_t> start_key;
   std::vector<StepIndex> run_index;    ///< schedule index -> run order; empty: the same
   std::vector<StepIndex> dependents;   ///< steps listing a step in their deps, grouped by step
   std::vector<SimTransfer> transfers;  ///< in the run order of their sends
@@ -82,7 +83,7 @@ struct StepGraph {
 
   static constexpr std::uint64_t kIndexMask = 0xffffffffu;
   std::uint32_t schedule_index(StepIndex s) const {
-    return static_cast<std::uint32_t>(start_key[static_cast<std::size_t>(s)] & kIndexMask);
+    return static_cast<std::uint32_t>(step(s).start_key & kIndexMask);
   }
   const SimStep& step(StepIndex s) const { return steps[static_cast<std::size_t>(s)]; }
   StepName name(StepIndex s) const {

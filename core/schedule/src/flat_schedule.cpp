@@ -67,11 +67,10 @@ void FlatSchedule::add_blocks() {
     for (const ThreadBlock& tb : program.tbs) step_total += tb.steps.size();
   }
   blocks_.reserve(block_total);
-  steps_.reserve(step_total);
-  kinds_.reserve(step_total);
-  block_.reserve(step_total);
-  dep_begin_.reserve(step_total + 1);
-  dep_begin_.push_back(0);
+  steps_.resize(step_total);
+  kinds_.resize(step_total);
+  block_.resize(step_total);
+  dep_begin_.resize(step_total + 1);
   deps_.reserve(step_total);
   StepId first = 0;
   for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
@@ -111,9 +110,10 @@ void FlatSchedule::add_steps(BlockId b) {
       fail(*schedule_, step_text(block.rank, block.index, static_cast<std::int32_t>(s), step.kind) +
                            (sends_nowhere ? ": sends, but the block has no send peer"
                                           : ": receives, but the block has no receive peer"));
-    steps_.push_back(&step);
-    kinds_.push_back(step.kind);
-    block_.push_back(b);
+    const StepId id = block.first + static_cast<StepId>(s);
+    steps_[id] = &step;
+    kinds_[id] = step.kind;
+    block_[id] = b;
     for (const StepRef& dep : step.deps) {
       const bool in_range = dep.tb >= 0 && static_cast<std::size_t>(dep.tb) < tbs.size() &&
                             dep.step >= 0 &&
@@ -124,7 +124,7 @@ void FlatSchedule::add_steps(BlockId b) {
                              std::to_string(dep.step) + ", which does not exist");
       deps_.push_back(id_of(block.rank, dep));
     }
-    dep_begin_.push_back(static_cast<std::uint32_t>(deps_.size()));
+    dep_begin_[id + 1] = static_cast<std::uint32_t>(deps_.size());
   }
 }
 
@@ -150,7 +150,10 @@ void FlatSchedule::match_messages(UnpairedMessages unpaired) {
 
 // FIFO: the k-th send of the sending block pairs with the k-th receive of the receiving one.
 void FlatSchedule::match_connection(FlatConnection& connection, UnpairedMessages unpaired) {
-  auto next_step = [&](BlockId block, StepId from, bool (*kind_matches)(StepKind)) {
+  // Lambdas rather than function pointers, so that the scans inline the test.
+  const auto sends = [](StepKind kind) { return step_sends(kind); };
+  const auto receives = [](StepKind kind) { return step_receives(kind); };
+  auto next_step = [&](BlockId block, StepId from, auto kind_matches) {
     if (block == kNone) return kNoStep;
     for (StepId id = from; id < blocks_[block].end; ++id)
       if (kind_matches(kinds_[id])) return id;
@@ -159,11 +162,11 @@ void FlatSchedule::match_connection(FlatConnection& connection, UnpairedMessages
   const StepId sender_first = connection.sender == kNone ? 0 : blocks_[connection.sender].first;
   const StepId receiver_first =
       connection.receiver == kNone ? 0 : blocks_[connection.receiver].first;
-  StepId send = next_step(connection.sender, sender_first, step_sends);
-  StepId recv = next_step(connection.receiver, receiver_first, step_receives);
+  StepId send = next_step(connection.sender, sender_first, sends);
+  StepId recv = next_step(connection.receiver, receiver_first, receives);
   std::uint32_t sent = 0;
   StepId first_unreceived = kNoStep;
-  for (; send != kNoStep; send = next_step(connection.sender, send + 1, step_sends)) {
+  for (; send != kNoStep; send = next_step(connection.sender, send + 1, sends)) {
     message_index_[send] = sent++;
     if (recv == kNoStep) {
       if (first_unreceived == kNoStep) first_unreceived = send;
@@ -172,7 +175,7 @@ void FlatSchedule::match_connection(FlatConnection& connection, UnpairedMessages
     matching_receive_[send] = recv;
     matching_send_[recv] = send;
     ++connection.messages;
-    recv = next_step(connection.receiver, recv + 1, step_receives);
+    recv = next_step(connection.receiver, recv + 1, receives);
   }
   if (unpaired == UnpairedMessages::keep) return;
   if (first_unreceived != kNoStep) fail_unpaired(connection, first_unreceived, true);

@@ -23,11 +23,18 @@ TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol
 }
 
 FifoLinks::FifoLinks(const Topology& topology)
-    : bw_GBps_(topology.link_count()),
-      free_at_(topology.link_count(), 0),
-      busy_us_(topology.link_count(), 0),
-      bytes_(topology.link_count(), 0) {
-  for (LinkId l = 0; l < topology.link_count(); ++l) bw_GBps_[l] = topology.link(l).bw_GBps;
+    : busy_us_(topology.link_count(), 0), bytes_(topology.link_count(), 0) {
+  servers_.reserve(topology.link_count());
+  for (LinkId l = 0; l < topology.link_count(); ++l)
+    servers_.push_back(Server{topology.link(l).bw_GBps});
+}
+
+double FifoLinks::Server::serialise_us(double wire) {
+  if (wire != memo_wire) {
+    memo_wire = wire;
+    memo_us = support::transfer_us(wire, bw_GBps);
+  }
+  return memo_us;
 }
 
 FifoLinks::Booking FifoLinks::book(std::span<const LinkId> route, const TransferCost& cost,
@@ -37,10 +44,11 @@ FifoLinks::Booking FifoLinks::book(std::span<const LinkId> route, const Transfer
   double first = ready_us;
   for (std::size_t i = 0; i < route.size(); ++i) {
     const LinkId l = route[i];
-    reached = std::max(reached, free_at_[l]);
+    Server& server = servers_[l];
+    reached = std::max(reached, server.free_at);
     if (i == 0) first = reached;
-    const double serialise = support::transfer_us(wire, bw_GBps_[l]);
-    free_at_[l] = reached + serialise;
+    const double serialise = server.serialise_us(wire);
+    server.free_at = reached + serialise;
     busy_us_[l] += serialise;
     bytes_[l] += wire;
   }

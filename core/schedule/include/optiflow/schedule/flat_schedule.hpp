@@ -62,6 +62,7 @@ class FlatSchedule {
   const Step& step(StepId id) const { return *steps_[id]; }
   /// step(id).kind, without reading the IR.
   StepKind kind(StepId id) const { return kinds_[id]; }
+  std::span<const StepKind> kinds() const { return kinds_; }
   const FlatBlock& block_of(StepId id) const { return blocks_[block_[id]]; }
   BlockId block_id(StepId id) const { return block_[id]; }
   std::int32_t rank_of(StepId id) const { return block_of(id).rank; }

@@ -49,7 +49,16 @@ class FifoLinks {
   const std::vector<double>& bytes() const { return bytes_; }
 
  private:
-  std::vector<double> bw_GBps_, free_at_, busy_us_, bytes_;
+  // What book() reads of a link, in one place. Most transfers of a schedule move equal amounts,
+  // so the last serialisation time is kept: the same division, not repeated.
+  struct Server {
+    double bw_GBps = 0;
+    double free_at = 0;
+    double memo_wire = -1, memo_us = 0;
+    double serialise_us(double wire);
+  };
+  std::vector<Server> servers_;
+  std::vector<double> busy_us_, bytes_;
 };
 
 }  // namespace optiflow::topology
