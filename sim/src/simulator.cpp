@@ -80,8 +80,8 @@ class Run {
         received_(static_cast<std::size_t>(graph_.connections), 0),
         blocked_(static_cast<std::size_t>(graph_.connections), -1) {
     state_.reserve(graph_.steps.size());
-    for (const SimStep& step : graph_.steps)
-      state_.push_back(StepState{costs_.launch_us, -1, step.prerequisites, -1});
+    for (const std::int32_t prerequisites : graph_.prerequisites)
+      state_.push_back(StepState{costs_.launch_us, -1, prerequisites, -1});
     route_costs_.reserve(graph_.routes.size());
     for (const SimRoute& route : graph_.routes)
       route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
@@ -148,6 +148,12 @@ class Run {
   void complete(StepIndex s, double now) {
     const SimStep& step = graph_.step(s);
     state(s).end = now;
+    ++completed_;
+    // Time only moves forward: the last step to finish, the first in schedule order among ties.
+    if (last_ < 0 || now > last_end_ || graph_.schedule_index(s) < graph_.schedule_index(last_)) {
+      last_ = s;
+      last_end_ = now;
+    }
     if (step.in_connection >= 0) free_slot(step.in_connection, now);
     if (step.next_in_tb >= 0) satisfy(step.next_in_tb, now, s);
     for (std::int32_t i = step.dependents_begin; i < step.dependents_end; ++i)
@@ -177,14 +183,13 @@ class Run {
     SimResult r;
     r.size_bytes = static_cast<std::uint64_t>(size_);
     r.protocol = protocol_;
-    const Ends ends = scan_ends();
-    if (ends.first_never_ran >= 0) stalled(ends.first_never_ran);
-    r.time_us = ends.last < 0 ? 0 : state(ends.last).end;
+    if (completed_ < graph_.steps.size()) stalled(first_never_ran());
+    r.time_us = last_ < 0 ? 0 : state(last_).end;
     if (r.time_us > 0) {
       r.algbw_GBps = support::GBps_of(size_, r.time_us);
       r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
     }
-    for (StepIndex s = ends.last; s >= 0; s = state(s).cause) {
+    for (StepIndex s = last_; s >= 0; s = state(s).cause) {
       const StepName name = graph_.name(s);
       r.critical_path.push_back(
           CriticalStep{name.rank, name.tb, name.step, name.kind, state(s).latest, state(s).end});
@@ -201,25 +206,15 @@ class Run {
     return r;
   }
 
-  // In schedule order: the last step to finish (the first among ties), and the first step that
-  // never ran; -1 for none.
-  struct Ends {
-    StepIndex last = -1, first_never_ran = -1;
-  };
-  Ends scan_ends() const {
-    Ends ends;
-    double last_end = -1;
-    for (std::uint32_t i = 0; i < graph_.steps.size(); ++i) {
-      const StepIndex s = graph_.run_step(i);
-      const double end = state(s).end;
-      if (end < 0) {
-        if (ends.first_never_ran < 0) ends.first_never_ran = s;
-      } else if (end > last_end) {
-        last_end = end;
-        ends.last = s;
-      }
+  StepIndex first_never_ran() const {
+    StepIndex first = -1;
+    for (std::size_t i = 0; i < graph_.steps.size(); ++i) {
+      const auto s = static_cast<StepIndex>(i);
+      if (state_[i].end < 0 &&
+          (first < 0 || graph_.schedule_index(s) < graph_.schedule_index(first)))
+        first = s;
     }
-    return ends;
+    return first;
   }
 
   // The first step that never ran: a send still waiting for a slot is the schedule holding
@@ -298,6 +293,9 @@ class Run {
   std::vector<std::int32_t> received_;   // per connection: receives completed
   std::vector<StepIndex> blocked_;       // per connection: the send waiting for a slot, or -1
   EventQueue<StepIndex> delayed_;        // steps starting once the per-step overhead has passed
+  std::size_t completed_ = 0;
+  StepIndex last_ = -1;  // the step that finished last so far
+  double last_end_ = 0;  // when it finished
 };
 
 }  // namespace

@@ -145,6 +145,7 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
   };
 
   graph.steps.resize(n);
+  graph.prerequisites.resize(n);
   graph.dependents.reserve(n);
   graph.blocks.reserve(flat.blocks().size());
   for (const schedule::FlatBlock& block : flat.blocks())
@@ -163,8 +164,8 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     const auto s = static_cast<StepIndex>(i);
     const schedule::FlatBlock& block = flat.block_of(id);
     SimStep& step = graph.steps[i];
-    step.prerequisites = flat.prerequisite_count(id);
-    if (step.prerequisites == 0) graph.initially_ready.push_back(s);
+    graph.prerequisites[i] = flat.prerequisite_count(id);
+    if (graph.prerequisites[i] == 0) graph.initially_ready.push_back(s);
     if (schedule::step_receives(flat.kind(id)))
       step.in_connection = static_cast<std::int32_t>(block.recv_connection);
     if (id + 1 < block.end) step.next_in_tb = run_of(id + 1);

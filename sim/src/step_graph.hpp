@@ -22,8 +22,8 @@ namespace optiflow::sim {
 
 using StepIndex = std::int32_t;  ///< a step in run order
 
-/// What the event loop reads of a step, in one place: a step's turn in the loop then costs one
-/// cache line of the graph (32 bytes).
+/// What the event loop reads of a step, in one place: a step's turn in the loop then reads one
+/// cache line of the graph.
 struct SimStep {
   /// (start_order << 32) | schedule index. Among steps ready at one instant, the order they
   /// start in: first those that send nothing (start_order 0), then sends by the receiver's
@@ -35,8 +35,6 @@ struct SimStep {
   std::int32_t transfer = -1;       ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
-  /// The previous step of its block + its deps + the message it receives.
-  std::int32_t prerequisites = 0;
 };
 static_assert(sizeof(SimStep) == 32);
 
@@ -69,6 +67,9 @@ struct SimTransfer {
 
 struct StepGraph {
   std::vector<SimStep> steps;  ///< in run order
+  /// Per step: the previous step of its block + its deps + the message it receives. Apart from
+  /// the steps, as a run reads it once, to start its own counts.
+  std::vector<std::int32_t> prerequisites;
   /// The steps without prerequisites, in the order they start (by start_key).
   std::vector<StepIndex> initially_ready;
   // Only reports read these (name()): the blocks and each step's kind, in schedule order.
