@@ -85,7 +85,7 @@ class Run {
     route_costs_.reserve(graph_.routes.size());
     for (const SimRoute& route : graph_.routes)
       route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
-    for (StepIndex s : graph_.initially_ready) ready_.push_back(Ready{graph_.step(s).start_key, s});
+    for (StepIndex s : graph_.initially_ready) ready_.push_back(Ready{start_key(graph_.step(s)), s});
   }
 
   SimResult execute() {
@@ -176,7 +176,7 @@ class Run {
     const bool latest = now >= state.latest;
     state.latest = latest ? now : state.latest;
     state.cause = latest ? cause : state.cause;
-    if (--state.pending == 0) ready_.push_back(Ready{graph_.step(s).start_key, s});
+    if (--state.pending == 0) ready_.push_back(Ready{start_key(graph_.step(s)), s});
   }
 
   SimResult result() const {

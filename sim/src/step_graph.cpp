@@ -172,7 +172,7 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
     step.dependents_begin = static_cast<std::int32_t>(graph.dependents.size());
     for (StepId d : flat.dependents(id)) graph.dependents.push_back(run_of(d));
     step.dependents_end = static_cast<std::int32_t>(graph.dependents.size());
-    std::uint64_t start_order = 0;
+    std::uint32_t start_order = 0;
     if (const StepId receive = flat.matching_receive(id); receive != schedule::kNoStep) {
       const schedule::Step& ir = flat.step(id);
       const std::int32_t receiver = flat.rank_of(receive);
@@ -181,19 +181,21 @@ StepGraph build_step_graph(const topology::Topology& topology, const Schedule& s
         fail(schedule, "no route from rank " + std::to_string(block.rank) + " to rank " +
                            std::to_string(receiver));
       const std::int32_t distance = receiver - block.rank;
-      start_order = static_cast<std::uint64_t>(distance < 0 ? distance + schedule.ranks : distance);
+      start_order = static_cast<std::uint32_t>(distance < 0 ? distance + schedule.ranks : distance);
       step.transfer = static_cast<std::int32_t>(graph.transfers.size());
       graph.transfers.push_back(
           SimTransfer{s, run_of(receive), static_cast<double>(ir.count) / schedule.chunks,
                       static_cast<std::int32_t>(block.send_connection),
                       static_cast<std::int32_t>(flat.message_index(id)), route});
     }
-    step.start_key = start_order << 32 | id;
+    step.start_order = start_order;
+    step.schedule_index = id;
   }
 
-  std::sort(
-      graph.initially_ready.begin(), graph.initially_ready.end(),
-      [&](StepIndex a, StepIndex b) { return graph.step(a).start_key < graph.step(b).start_key; });
+  std::sort(graph.initially_ready.begin(), graph.initially_ready.end(),
+            [&](StepIndex a, StepIndex b) {
+              return start_key(graph.step(a)) < start_key(graph.step(b));
+            });
   return graph;
 }
 

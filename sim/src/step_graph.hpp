@@ -22,21 +22,26 @@ namespace optiflow::sim {
 
 using StepIndex = std::int32_t;  ///< a step in run order
 
-/// What the event loop reads of a step, in one place: a step's turn in the loop then reads one
-/// cache line of the graph.
+/// What the event loop reads of a step, in one place (28 bytes, no padding: a million-step
+/// graph is read from memory).
 struct SimStep {
-  /// (start_order << 32) | schedule index. Among steps ready at one instant, the order they
-  /// start in: first those that send nothing (start_order 0), then sends by the receiver's
-  /// distance (receiver - sender) mod N, then by schedule order. A rank's thread blocks run at
-  /// once and its links interleave them; taking their sends in rotated peer order, as NCCL's p2p
-  /// schedule does, keeps the FIFO links from sending every rank to the same peer first.
-  std::uint64_t start_key = 0;
+  /// Among steps ready at one instant, the order they start in (start_key()): first those that
+  /// send nothing (start_order 0), then sends by the receiver's distance (receiver - sender) mod
+  /// N, then by schedule order. A rank's thread blocks run at once and its links interleave
+  /// them; taking their sends in rotated peer order, as NCCL's p2p schedule does, keeps the FIFO
+  /// links from sending every rank to the same peer first.
+  std::uint32_t start_order = 0;
+  std::uint32_t schedule_index = 0;  ///< its place in the schedule's (rank, block, step) order
   StepIndex next_in_tb = -1;
   std::int32_t transfer = -1;       ///< the transfer this step sends, -1 if it sends nothing
   std::int32_t in_connection = -1;  ///< the connection this step receives from, -1 if none
   std::int32_t dependents_begin = 0, dependents_end = 0;  ///< range in StepGraph::dependents
 };
-static_assert(sizeof(SimStep) == 32);
+static_assert(sizeof(SimStep) == 28);
+
+inline std::uint64_t start_key(const SimStep& step) {
+  return std::uint64_t{step.start_order} << 32 | step.schedule_index;
+}
 
 /// Where a step is in the schedule, for reports.
 struct StepName {
@@ -70,7 +75,7 @@ struct StepGraph {
   /// Per step: the previous step of its block + its deps + the message it receives. Apart from
   /// the steps, as a run reads it once, to start its own counts.
   std::vector<std::int32_t> prerequisites;
-  /// The steps without prerequisites, in the order they start (by start_key).
+  /// The steps without prerequisites, in the order they start (by start_key()).
   std::vector<StepIndex> initially_ready;
   // Only reports read these (name()): the blocks and each step's kind, in schedule order.
   std::vector<BlockName> blocks;
@@ -82,10 +87,7 @@ struct StepGraph {
   std::vector<topology::LinkId> route_links;
   std::int32_t connections = 0;
 
-  static constexpr std::uint64_t kIndexMask = 0xffffffffu;
-  std::uint32_t schedule_index(StepIndex s) const {
-    return static_cast<std::uint32_t>(step(s).start_key & kIndexMask);
-  }
+  std::uint32_t schedule_index(StepIndex s) const { return step(s).schedule_index; }
   const SimStep& step(StepIndex s) const { return steps[static_cast<std::size_t>(s)]; }
   StepName name(StepIndex s) const {
     const std::uint32_t i = schedule_index(s);
