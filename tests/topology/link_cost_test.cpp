@@ -89,5 +89,26 @@ TEST(LinkCost, ALinkServesTransfersInTheOrderBooked) {
   EXPECT_DOUBLE_EQ(second.arrival_us, 1.0 + 2.0 + 1.0);
 }
 
+// FifoLinks keeps each link's last serialisation time: sizes that change back and forth must
+// each be serialised at their own rate, exactly.
+TEST(LinkCost, AlternatingSizesAreEachSerialisedAtTheirOwnRate) {
+  const Topology t = two_hops();
+  FifoLinks links(t);
+  const std::vector<LinkId> slow{1};
+  const TransferCost cost = bare(route_cost(t, slow));
+  double busy = 0, free_at = 0, carried = 0;
+  for (const double bytes : {1e4, 1e4, 3e4, 1e4, 0.0, 3e4, 3e4}) {
+    const double serialise = bytes / 1e4;  // 10 GB/s = 1e4 bytes per us
+    const auto booking = links.book(slow, cost, bytes, 0);
+    EXPECT_DOUBLE_EQ(booking.start_us, free_at) << bytes;
+    EXPECT_DOUBLE_EQ(booking.arrival_us, free_at + 2.0 + serialise) << bytes;
+    free_at += serialise;
+    busy += serialise;
+    carried += bytes;
+  }
+  EXPECT_DOUBLE_EQ(links.busy_us()[1], busy);
+  EXPECT_DOUBLE_EQ(links.bytes()[1], carried);
+}
+
 }  // namespace
 }  // namespace optiflow::topology
