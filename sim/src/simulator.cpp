@@ -85,7 +85,8 @@ class Run {
     route_costs_.reserve(graph_.routes.size());
     for (const SimRoute& route : graph_.routes)
       route_costs_.push_back(topology::transfer_cost(route.cost, costs_));
-    for (StepIndex s : graph_.initially_ready) ready_.push_back(Ready{start_key(graph_.step(s)), s});
+    for (StepIndex s : graph_.initially_ready)
+      ready_.push_back(Ready{start_key(graph_.step(s)), s});
   }
 
   SimResult execute() {
