@@ -1,6 +1,7 @@
 #include "flow_network.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "optiflow/support/units.hpp"
 
@@ -9,6 +10,9 @@ namespace {
 
 // Bytes below this are rounding left-overs of a drained flow.
 constexpr double kDrainedBytes = 1e-6;
+// So are the bytes a flow moves in less than the clock can tell apart from now (a few units
+// in the last place of the time): their drain time rounds to now, which would never pass.
+constexpr double kClockResolution = 4 * std::numeric_limits<double>::epsilon();
 
 }  // namespace
 
@@ -58,10 +62,10 @@ void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) 
   advance(now);
   // Drained flows leave (in launch order); the others keep their order.
   std::size_t kept = 0;
-  while (kept < active_.size() && active_[kept].remaining > kDrainedBytes) ++kept;
+  while (kept < active_.size() && !drained(active_[kept])) ++kept;
   for (std::size_t i = kept; i < active_.size(); ++i) {
     const Flow& f = active_[i];
-    if (f.remaining > kDrainedBytes) {
+    if (!drained(f)) {
       index_of_[static_cast<std::size_t>(f.id)] = static_cast<std::int32_t>(kept);
       active_[kept++] = f;
       continue;
@@ -86,6 +90,10 @@ void FlowNetwork::advance(double now) {
   if (dt <= 0) return;
   for (Flow& f : active_) f.remaining -= f.rate * dt;
   now_ = now;
+}
+
+bool FlowNetwork::drained(const Flow& f) const {
+  return !(f.remaining > std::max(kDrainedBytes, f.rate * now_ * kClockResolution));
 }
 
 // Each open link's even split of what it has left among its unfixed flows; the smallest.
