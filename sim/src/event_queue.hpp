@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -128,6 +129,43 @@ class EventQueue {
   std::vector<std::uint32_t> free_;
   std::array<Recent, 4> recent_{};  // the last buckets created, newest first
   std::uint32_t sequence_ = 0;
+};
+
+/// Events pushed in order of their times (each a constant delay after a time that only moves
+/// forward): a FIFO is then already in (time, insertion) order, and costs no heap.
+template <class Payload>
+class DelayLine {
+ public:
+  /// The earliest event's time; kNever when there is none.
+  double next_time() const { return head_ < events_.size() ? events_[head_].time : kNever; }
+
+  void push(double time, Payload payload) {
+    assert(events_.empty() || time >= events_.back().time);
+    events_.push_back(Event{time, payload});
+  }
+
+  /// Removes and returns the earliest event; the line must not be empty.
+  Payload pop() {
+    const Payload payload = events_[head_++].payload;
+    if (head_ == events_.size()) {
+      events_.clear();
+      head_ = 0;
+    } else if (head_ >= kCompactAfter && 2 * head_ >= events_.size()) {
+      // A line that never drains (a pipeline keeps some step always delayed) stays small.
+      events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    return payload;
+  }
+
+ private:
+  static constexpr std::size_t kCompactAfter = 4096;
+  struct Event {
+    double time;
+    Payload payload;
+  };
+  std::vector<Event> events_;
+  std::size_t head_ = 0;  // the first not yet popped
 };
 
 }  // namespace optiflow::sim

@@ -293,7 +293,7 @@ class Run {
   std::vector<double> arrival_;          // per transfer, for the timeline only
   std::vector<std::int32_t> received_;   // per connection: receives completed
   std::vector<StepIndex> blocked_;       // per connection: the send waiting for a slot, or -1
-  EventQueue<StepIndex> delayed_;        // steps starting once the per-step overhead has passed
+  DelayLine<StepIndex> delayed_;         // steps starting once the per-step overhead has passed
   std::size_t completed_ = 0;
   StepIndex last_ = -1;  // the step that finished last so far
   double last_end_ = 0;  // when it finished

@@ -1,6 +1,6 @@
-// The event queue against a reference: the same events, in (time, insertion order), for
-// workloads shaped like the simulator's: many events at one instant, pushes between pops,
-// times that differ in their lowest bits only, and times far apart.
+// The event queue and the delay line against a reference: the same events, in (time,
+// insertion order), for workloads shaped like the simulator's: many events at one instant,
+// pushes between pops, times that differ in their lowest bits only, and times far apart.
 #include "event_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -32,16 +32,19 @@ class Reference {
   std::uint64_t sequence_ = 0;
 };
 
-// Pops and pushes at random, each push at or after the last popped time, as the simulator does.
-void run_against_reference(std::uint32_t seed, double (*later)(std::mt19937_64&, double)) {
+// Pops (`pop_chance` rounds in 21) and pushes at random, each push at or after the last
+// popped time, as the simulator does.
+template <class Queue = EventQueue<int>>
+void run_against_reference(std::uint32_t seed, double (*later)(std::mt19937_64&, double),
+                           std::uint64_t pop_chance = 7) {
   std::mt19937_64 random(seed);
-  EventQueue<int> queue;
+  Queue queue;
   Reference reference;
   double now = 0;
   int payload = 0;
   for (int round = 0; round < 20000; ++round) {
     ASSERT_EQ(queue.next_time(), reference.next_time()) << "round " << round;
-    if (!reference.empty() && random() % 3 == 0) {
+    if (!reference.empty() && random() % 21 < pop_chance) {
       now = reference.next_time();
       ASSERT_EQ(queue.pop(), reference.pop()) << "round " << round;
       continue;
@@ -89,6 +92,12 @@ TEST(EventQueue, StartsAtTimeZeroAndTreatsNegativeZeroAsZero) {
   EXPECT_EQ(queue.pop(), 1);
   EXPECT_EQ(queue.pop(), 2);
   EXPECT_EQ(queue.next_time(), kNever);
+}
+
+TEST(DelayLine, PopsInTimeThenInsertionOrderWhenEachEventIsAFixedDelayAfterNow) {
+  // Slightly more pushes than pops: the line rarely drains, so it compacts as it goes.
+  run_against_reference<DelayLine<int>>(
+      4, [](std::mt19937_64&, double now) { return now + 0.375; }, 14);
 }
 
 }  // namespace
