@@ -60,6 +60,10 @@ double FlowNetwork::next_arrival() {
 
 void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) {
   advance(now);
+  const double resolution_us = now_ * kClockResolution;
+  auto drained = [resolution_us](const Flow& f) {
+    return !(f.remaining > std::max(kDrainedBytes, f.rate * resolution_us));
+  };
   // Drained flows leave (in launch order); the others keep their order.
   std::size_t kept = 0;
   while (kept < active_.size() && !drained(active_[kept])) ++kept;
@@ -90,10 +94,6 @@ void FlowNetwork::advance(double now) {
   if (dt <= 0) return;
   for (Flow& f : active_) f.remaining -= f.rate * dt;
   now_ = now;
-}
-
-bool FlowNetwork::drained(const Flow& f) const {
-  return !(f.remaining > std::max(kDrainedBytes, f.rate * now_ * kClockResolution));
 }
 
 // Each open link's even split of what it has left among its unfixed flows; the smallest.

@@ -34,7 +34,6 @@ class FlowNetwork {
   };
 
   void advance(double now);
-  bool drained(const Flow& f) const;
   void share_bandwidth();
   double lowest_level();
 
