@@ -11,6 +11,7 @@
 #include <cassert>
 #include <cstdint>
 #include <limits>
+#include <queue>
 #include <vector>
 
 namespace optiflow::sim {
@@ -137,35 +138,26 @@ template <class Payload>
 class DelayLine {
  public:
   /// The earliest event's time; kNever when there is none.
-  double next_time() const { return head_ < events_.size() ? events_[head_].time : kNever; }
+  double next_time() const { return events_.empty() ? kNever : events_.front().time; }
 
   void push(double time, Payload payload) {
     assert(events_.empty() || time >= events_.back().time);
-    events_.push_back(Event{time, payload});
+    events_.push(Event{time, payload});
   }
 
   /// Removes and returns the earliest event; the line must not be empty.
   Payload pop() {
-    const Payload payload = events_[head_++].payload;
-    if (head_ == events_.size()) {
-      events_.clear();
-      head_ = 0;
-    } else if (head_ >= kCompactAfter && 2 * head_ >= events_.size()) {
-      // A line that never drains (a pipeline keeps some step always delayed) stays small.
-      events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(head_));
-      head_ = 0;
-    }
+    const Payload payload = events_.front().payload;
+    events_.pop();
     return payload;
   }
 
  private:
-  static constexpr std::size_t kCompactAfter = 4096;
   struct Event {
     double time;
     Payload payload;
   };
-  std::vector<Event> events_;
-  std::size_t head_ = 0;  // the first not yet popped
+  std::queue<Event> events_;
 };
 
 }  // namespace optiflow::sim

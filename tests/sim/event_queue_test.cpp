@@ -95,7 +95,7 @@ TEST(EventQueue, StartsAtTimeZeroAndTreatsNegativeZeroAsZero) {
 }
 
 TEST(DelayLine, PopsInTimeThenInsertionOrderWhenEachEventIsAFixedDelayAfterNow) {
-  // Slightly more pushes than pops: the line rarely drains, so it compacts as it goes.
+  // Slightly more pushes than pops: the line rarely drains.
   run_against_reference<DelayLine<int>>(
       4, [](std::mt19937_64&, double now) { return now + 0.375; }, 14);
 }
