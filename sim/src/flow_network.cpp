@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "optiflow/support/units.hpp"
 
@@ -18,15 +19,53 @@ constexpr double kClockResolution = 4 * std::numeric_limits<double>::epsilon();
 
 FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& graph)
     : started_us(graph.transfers.size(), 0),
+      fixed_(graph.routes.size(), 0),
       graph_(graph),
       capacity_(topology.link_count()),
       busy_us_(topology.link_count(), 0),
       bytes_(topology.link_count(), 0),
       loaded_since_(topology.link_count(), 0),
-      on_link_(topology.link_count()),
-      index_of_(graph.transfers.size(), -1) {
+      flows_on_link_(topology.link_count(), 0),
+      routes_on_link_(topology.link_count()),
+      flows_on_route_(graph.routes.size(), 0),
+      route_rate_(graph.routes.size(), 0) {
   for (topology::LinkId l = 0; l < topology.link_count(); ++l)
     capacity_[l] = support::bytes_per_us(topology.link(l).bw_GBps);
+  find_constraints(topology);
+}
+
+// Links are grouped by the routes that cross them; each group is represented by its slowest
+// link (the first among equals).
+void FlowNetwork::find_constraints(const topology::Topology& topology) {
+  const auto routes = static_cast<std::int32_t>(graph_.routes.size());
+  std::vector<std::vector<std::int32_t>> crossing(topology.link_count());
+  for (std::int32_t r = 0; r < routes; ++r)
+    for (topology::LinkId l : graph_.links(r))
+      if (crossing[l].empty() || crossing[l].back() != r) crossing[l].push_back(r);
+  std::map<std::vector<std::int32_t>, topology::LinkId> slowest;
+  for (topology::LinkId l = 0; l < topology.link_count(); ++l) {
+    if (crossing[l].empty()) continue;
+    const auto [it, inserted] = slowest.try_emplace(crossing[l], l);
+    if (!inserted && capacity_[l] < capacity_[it->second]) it->second = l;
+  }
+  constraint_begin_.push_back(0);
+  for (std::int32_t r = 0; r < routes; ++r) {
+    const auto first = static_cast<std::ptrdiff_t>(constraint_begin_.back());
+    for (topology::LinkId l : graph_.links(r)) {
+      const topology::LinkId limit = slowest.at(crossing[l]);
+      if (std::find(constraint_links_.begin() + first, constraint_links_.end(), limit) ==
+          constraint_links_.end())
+        constraint_links_.push_back(limit);
+    }
+    constraint_begin_.push_back(static_cast<std::int32_t>(constraint_links_.size()));
+  }
+}
+
+std::span<const topology::LinkId> FlowNetwork::constraints(std::int32_t route) const {
+  const auto r = static_cast<std::size_t>(route);
+  return std::span<const topology::LinkId>(constraint_links_)
+      .subspan(static_cast<std::size_t>(constraint_begin_[r]),
+               static_cast<std::size_t>(constraint_begin_[r + 1] - constraint_begin_[r]));
 }
 
 void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferCost& cost,
@@ -34,15 +73,19 @@ void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferC
   advance(now);
   started_us[static_cast<std::size_t>(id)] = now;
   const double wire = size * cost.wire_per_byte;
-  index_of_[static_cast<std::size_t>(id)] = static_cast<std::int32_t>(active_.size());
-  active_.push_back(Flow{id, wire, 0, cost.latency_us, graph_.route(graph_.transfer(id))});
-  for (topology::LinkId l : active_.back().links) {
-    if (on_link_[l].empty()) {
-      loaded_.push_back(l);
-      loaded_since_[l] = now;
-    }
-    on_link_[l].push_back(id);
+  const std::int32_t route = graph_.transfer(id).route;
+  active_.push_back(Flow{id, route, wire, 0, cost.latency_us});
+  const bool new_route = flows_on_route_[static_cast<std::size_t>(route)]++ == 0;
+  for (topology::LinkId l : graph_.links(route)) {
+    if (flows_on_link_[l]++ == 0) loaded_since_[l] = now;
     bytes_[l] += wire;
+  }
+  if (new_route) {
+    active_routes_.push_back(route);
+    for (topology::LinkId l : constraints(route)) {
+      if (routes_on_link_[l].empty()) loaded_.push_back(l);
+      routes_on_link_[l].push_back(route);
+    }
   }
   dirty_ = true;
 }
@@ -51,11 +94,10 @@ double FlowNetwork::next_arrival() {
   if (dirty_) {
     share_bandwidth();
     dirty_ = false;
-  } else {
-    next_drain_ = kNever;
-    for (const Flow& f : active_) next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
   }
-  return std::min(latency_.next_time(), next_drain_);
+  double next_drain = kNever;
+  for (const Flow& f : active_) next_drain = std::min(next_drain, now_ + f.remaining / f.rate);
+  return std::min(latency_.next_time(), next_drain);
 }
 
 void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) {
@@ -67,26 +109,39 @@ void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) 
   // Drained flows leave (in launch order); the others keep their order.
   std::size_t kept = 0;
   while (kept < active_.size() && !drained(active_[kept])) ++kept;
+  bool route_left = false;
   for (std::size_t i = kept; i < active_.size(); ++i) {
     const Flow& f = active_[i];
     if (!drained(f)) {
-      index_of_[static_cast<std::size_t>(f.id)] = static_cast<std::int32_t>(kept);
       active_[kept++] = f;
       continue;
     }
-    for (topology::LinkId l : f.links) {
-      std::vector<std::int32_t>& on = on_link_[l];
-      on.erase(std::find(on.begin(), on.end(), f.id));
-      if (on.empty()) busy_us_[l] += now - loaded_since_[l];
-    }
+    route_left |= leave(f.route, now);
     latency_.push(now + f.latency_us, f.id);
   }
   if (kept < active_.size()) {
     active_.resize(kept);
-    std::erase_if(loaded_, [&](topology::LinkId l) { return on_link_[l].empty(); });
+    if (route_left) {
+      std::erase_if(loaded_, [&](topology::LinkId l) { return routes_on_link_[l].empty(); });
+      std::erase_if(active_routes_, [&](std::int32_t r) {
+        return flows_on_route_[static_cast<std::size_t>(r)] == 0;
+      });
+    }
     dirty_ = true;
   }
   while (latency_.next_time() <= now) arrived.push_back(latency_.pop());
+}
+
+// A flow on `route` has drained at `now`; true when it was the route's last.
+bool FlowNetwork::leave(std::int32_t route, double now) {
+  for (topology::LinkId l : graph_.links(route))
+    if (--flows_on_link_[l] == 0) busy_us_[l] += now - loaded_since_[l];
+  if (--flows_on_route_[static_cast<std::size_t>(route)] > 0) return false;
+  for (topology::LinkId l : constraints(route)) {
+    std::vector<std::int32_t>& on = routes_on_link_[l];
+    on.erase(std::find(on.begin(), on.end(), route));
+  }
+  return true;
 }
 
 void FlowNetwork::advance(double now) {
@@ -107,8 +162,8 @@ double FlowNetwork::lowest_level() {
 }
 
 // Progressive filling, by levels: every link whose even split of its remaining capacity is the
-// smallest fixes all its unfixed flows at that share, in one round. Links whose flows are all
-// fixed leave the round's scans (`open_`, kept in load order).
+// smallest fixes all its unfixed routes at that share per flow, in one round. Links whose flows
+// are all fixed leave the round's scans (`open_`, kept in load order).
 void FlowNetwork::share_bandwidth() {
   const std::size_t loaded = loaded_.size();
   left_.resize(loaded);
@@ -117,33 +172,34 @@ void FlowNetwork::share_bandwidth() {
   for (std::size_t i = 0; i < loaded; ++i) {
     slot_[loaded_[i]] = static_cast<std::int32_t>(i);
     left_[i] = capacity_[loaded_[i]];
-    unfixed_[i] = static_cast<std::int32_t>(on_link_[loaded_[i]].size());
+    unfixed_[i] = flows_on_link_[loaded_[i]];
   }
-  fixed_.assign(active_.size(), 0);
+  for (std::int32_t r : active_routes_) fixed_[static_cast<std::size_t>(r)] = 0;
   open_.resize(loaded);
   for (std::size_t i = 0; i < loaded; ++i) open_[i] = i;
   level_.resize(loaded);
-  next_drain_ = kNever;
   double share = lowest_level();
-  for (std::size_t remaining = active_.size(); remaining > 0;) {
+  for (std::size_t remaining = active_routes_.size(); remaining > 0;) {
     for (std::size_t i : open_) {
       if (unfixed_[i] == 0 || level_[i] > share) continue;
-      for (std::int32_t id : on_link_[loaded_[i]]) {
-        const auto f = static_cast<std::size_t>(index_of_[static_cast<std::size_t>(id)]);
-        if (fixed_[f]) continue;
-        fixed_[f] = 1;
+      for (std::int32_t r : routes_on_link_[loaded_[i]]) {
+        const auto route = static_cast<std::size_t>(r);
+        if (fixed_[route]) continue;
+        fixed_[route] = 1;
         --remaining;
-        active_[f].rate = share;
-        next_drain_ = std::min(next_drain_, now_ + active_[f].remaining / share);
-        for (topology::LinkId l : active_[f].links) {
-          left_[static_cast<std::size_t>(slot_[l])] -= share;
-          --unfixed_[static_cast<std::size_t>(slot_[l])];
+        route_rate_[route] = share;
+        const std::int32_t flows = flows_on_route_[route];
+        const double taken = share * flows;
+        for (topology::LinkId l : constraints(r)) {
+          left_[static_cast<std::size_t>(slot_[l])] -= taken;
+          unfixed_[static_cast<std::size_t>(slot_[l])] -= flows;
         }
       }
     }
     std::erase_if(open_, [&](std::size_t i) { return unfixed_[i] == 0; });
     share = lowest_level();
   }
+  for (Flow& f : active_) f.rate = route_rate_[static_cast<std::size_t>(f.route)];
 }
 
 }  // namespace optiflow::sim

@@ -72,7 +72,7 @@ class RouteTable {
     std::vector<Known>& known = from_[static_cast<std::size_t>(sender)];
     for (const Known& k : known)
       if (k.receiver == receiver && k.given == !given.empty() &&
-          (given.empty() || same_links(links_of(k.route), given)))
+          (given.empty() || same_links(graph_.links(k.route), given)))
         return k.route;
     std::vector<topology::LinkId> found;
     if (given.empty())
@@ -103,12 +103,6 @@ class RouteTable {
     bool given;
     std::int32_t route;
   };
-  std::span<const topology::LinkId> links_of(std::int32_t route) const {
-    const SimRoute& r = graph_.routes[static_cast<std::size_t>(route)];
-    return std::span<const topology::LinkId>(graph_.route_links)
-        .subspan(static_cast<std::size_t>(r.links_begin),
-                 static_cast<std::size_t>(r.links_end - r.links_begin));
-  }
 
   const topology::Topology& topology_;
   topology::Router router_;

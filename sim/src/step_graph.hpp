@@ -104,12 +104,14 @@ struct StepGraph {
   const SimTransfer& transfer(std::int32_t id) const {
     return transfers[static_cast<std::size_t>(id)];
   }
-  std::span<const topology::LinkId> route(const SimTransfer& t) const {
-    const SimRoute& r = routes[static_cast<std::size_t>(t.route)];
+  /// The links of route `id` (an index in routes).
+  std::span<const topology::LinkId> links(std::int32_t id) const {
+    const SimRoute& r = routes[static_cast<std::size_t>(id)];
     return std::span<const topology::LinkId>(route_links)
         .subspan(static_cast<std::size_t>(r.links_begin),
                  static_cast<std::size_t>(r.links_end - r.links_begin));
   }
+  std::span<const topology::LinkId> route(const SimTransfer& t) const { return links(t.route); }
 };
 
 /// Flattens a verified schedule. Throws InputError when a send has no matching receive or a

@@ -482,6 +482,34 @@ TEST(SimFlow, ThreeStaggeredFlowsFinishAtTextbookTimes) {
   expect_close(result.time_us, 6 * unit_us, "collective");
 }
 
+// Two messages in flight on one connection are two flows. Held to 10 GB/s each by their 20 GB/s
+// first hop, they leave 100 - 2 * 10 = 80 GB/s of the shared link to the third flow.
+TEST(SimFlow, MessagesInFlightOnOneConnectionEachTakeAFlowsShare) {
+  const Topology topo = star({link_of(20), link_of(1000)}, link_of(100));
+  Schedule schedule = transfers(3, 6, {{1, 2, 4}});
+  schedule.programs[0].tbs.push_back(
+      block(2, -1, 7, {make_step(StepKind::send, 4, 1), make_step(StepKind::send, 5, 1)}));
+  schedule.programs[2].tbs.push_back(
+      block(-1, 0, 7, {make_step(StepKind::recv, 4, 1), make_step(StepKind::recv, 5, 1)}));
+  const std::uint64_t size = 6'000'000;  // 6 chunks of u = 1e6 bytes
+  const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
+  ASSERT_EQ(result.timeline.size(), 3u);
+  for (const auto& t : result.timeline) {
+    const double GBps = t.rank == 1 ? 80 : 10;
+    expect_close(t.end_us, t.bytes / (GBps * kBytesPerUsPerGBps), "rank " + std::to_string(t.rank));
+  }
+}
+
+// A route's links that no other route crosses limit it by the slowest of them, wherever it is
+// on the route: here the second hop, 10 GB/s after a 1000 GB/s first hop.
+TEST(SimFlow, TheSlowestOfARoutesOwnLinksLimitsIt) {
+  const Topology topo = star({link_of(1000)}, link_of(10));
+  const std::uint64_t size = 1'000'000;
+  const SimResult result =
+      Simulator(topo, transfers(2, 1, {{0, 1}}), flow_with_timeline()).run(size);
+  expect_close(result.time_us, size / (10 * kBytesPerUsPerGBps), "at 10 GB/s");
+}
+
 // Alpha does not hold the link in the flow model: the data drains at the shared rate, then
 // arrives the route's alpha (0.5 + 0.25 us) later.
 TEST(SimFlow, ArrivalAddsTheRoutesAlpha) {
