@@ -94,26 +94,27 @@ double FlowNetwork::next_arrival() {
   if (dirty_) {
     share_bandwidth();
     dirty_ = false;
+  } else if (next_drain_ <= now_) {
+    // The drain due now left a few bytes of rounding behind: when they drain, at these rates.
+    next_drain_ = kNever;
+    for (const Flow& f : active_) next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
   }
-  double next_drain = kNever;
-  for (const Flow& f : active_) next_drain = std::min(next_drain, now_ + f.remaining / f.rate);
-  return std::min(latency_.next_time(), next_drain);
+  return std::min(latency_.next_time(), next_drain_);
 }
 
 void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) {
-  advance(now);
+  const double dt = std::max(0.0, now - now_);
+  now_ = std::max(now_, now);
   const double resolution_us = now_ * kClockResolution;
-  auto drained = [resolution_us](const Flow& f) {
-    return !(f.remaining > std::max(kDrainedBytes, f.rate * resolution_us));
-  };
-  // Drained flows leave (in launch order); the others keep their order.
+  // Each flow moves on to now; drained ones leave (in launch order), the others keep their order.
   std::size_t kept = 0;
-  while (kept < active_.size() && !drained(active_[kept])) ++kept;
   bool route_left = false;
-  for (std::size_t i = kept; i < active_.size(); ++i) {
-    const Flow& f = active_[i];
-    if (!drained(f)) {
-      active_[kept++] = f;
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    Flow& f = active_[i];
+    f.remaining -= f.rate * dt;
+    if (f.remaining > std::max(kDrainedBytes, f.rate * resolution_us)) {
+      if (kept < i) active_[kept] = f;
+      ++kept;
       continue;
     }
     route_left |= leave(f.route, now);
@@ -199,7 +200,11 @@ void FlowNetwork::share_bandwidth() {
     std::erase_if(open_, [&](std::size_t i) { return unfixed_[i] == 0; });
     share = lowest_level();
   }
-  for (Flow& f : active_) f.rate = route_rate_[static_cast<std::size_t>(f.route)];
+  next_drain_ = kNever;
+  for (Flow& f : active_) {
+    f.rate = route_rate_[static_cast<std::size_t>(f.route)];
+    next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
+  }
 }
 
 }  // namespace optiflow::sim

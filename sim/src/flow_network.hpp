@@ -69,7 +69,8 @@ class FlowNetwork {
   std::vector<Flow> active_;                 // in launch order
   EventQueue<std::int32_t> latency_;         // drained transfers, arriving after their latency
   double now_ = 0;
-  bool dirty_ = false;
+  double next_drain_ = kNever;  // when the first active flow drains, at the current rates
+  bool dirty_ = false;          // flows started or left since the rates were last shared
 };
 
 static_assert(Network<FlowNetwork>);
