@@ -32,6 +32,7 @@ FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& gr
   for (topology::LinkId l = 0; l < topology.link_count(); ++l)
     capacity_[l] = support::bytes_per_us(topology.link(l).bw_GBps);
   find_constraints(topology);
+  find_components(topology);
 }
 
 // Links are grouped by the routes that cross them; each group is represented by its slowest
@@ -48,24 +49,68 @@ void FlowNetwork::find_constraints(const topology::Topology& topology) {
     const auto [it, inserted] = slowest.try_emplace(crossing[l], l);
     if (!inserted && capacity_[l] < capacity_[it->second]) it->second = l;
   }
-  constraint_begin_.push_back(0);
   for (std::int32_t r = 0; r < routes; ++r) {
-    const auto first = static_cast<std::ptrdiff_t>(constraint_begin_.back());
+    std::vector<topology::LinkId>& items = constraints_.items;
+    const std::ptrdiff_t first = constraints_.begin.back();
     for (topology::LinkId l : graph_.links(r)) {
       const topology::LinkId limit = slowest.at(crossing[l]);
-      if (std::find(constraint_links_.begin() + first, constraint_links_.end(), limit) ==
-          constraint_links_.end())
-        constraint_links_.push_back(limit);
+      if (std::find(items.begin() + first, items.end(), limit) == items.end())
+        items.push_back(limit);
     }
-    constraint_begin_.push_back(static_cast<std::int32_t>(constraint_links_.size()));
+    constraints_.close();
   }
 }
 
-std::span<const topology::LinkId> FlowNetwork::constraints(std::int32_t route) const {
-  const auto r = static_cast<std::size_t>(route);
-  return std::span<const topology::LinkId>(constraint_links_)
-      .subspan(static_cast<std::size_t>(constraint_begin_[r]),
-               static_cast<std::size_t>(constraint_begin_[r + 1] - constraint_begin_[r]));
+// Routes are in one component when a chain of shared constraint links joins them (union-find).
+void FlowNetwork::find_components(const topology::Topology& topology) {
+  const auto routes = static_cast<std::int32_t>(graph_.routes.size());
+  std::vector<std::int32_t> parent(static_cast<std::size_t>(routes));
+  for (std::int32_t r = 0; r < routes; ++r) parent[static_cast<std::size_t>(r)] = r;
+  auto root = [&](std::int32_t r) {
+    while (parent[static_cast<std::size_t>(r)] != r)
+      r = parent[static_cast<std::size_t>(r)] =
+          parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(r)])];
+    return r;
+  };
+  std::vector<std::int32_t> first_route(topology.link_count(), -1);
+  for (std::int32_t r = 0; r < routes; ++r)
+    for (topology::LinkId l : constraints_[r]) {
+      if (first_route[l] < 0)
+        first_route[l] = r;
+      else
+        parent[static_cast<std::size_t>(root(r))] = root(first_route[l]);
+    }
+  // Components numbered by their first route; routes and links listed in route order.
+  std::vector<std::int32_t> number(static_cast<std::size_t>(routes), -1);
+  component_of_.resize(static_cast<std::size_t>(routes));
+  std::vector<std::vector<std::int32_t>> members;
+  for (std::int32_t r = 0; r < routes; ++r) {
+    std::int32_t& c = number[static_cast<std::size_t>(root(r))];
+    if (c < 0) {
+      c = static_cast<std::int32_t>(members.size());
+      members.emplace_back();
+    }
+    component_of_[static_cast<std::size_t>(r)] = c;
+    members[static_cast<std::size_t>(c)].push_back(r);
+  }
+  for (const std::vector<std::int32_t>& routes_of : members) {
+    for (std::int32_t r : routes_of) {
+      component_routes_.items.push_back(r);
+      for (topology::LinkId l : constraints_[r])
+        if (first_route[l] == r) component_links_.items.push_back(l);
+    }
+    component_routes_.close();
+    component_links_.close();
+  }
+  is_changed_.assign(members.size(), 0);
+}
+
+// The flows on `route` changed: its component's rates must be shared again.
+void FlowNetwork::touch(std::int32_t route) {
+  const auto c = static_cast<std::size_t>(component_of_[static_cast<std::size_t>(route)]);
+  if (is_changed_[c]) return;
+  is_changed_[c] = 1;
+  changed_.push_back(static_cast<std::int32_t>(c));
 }
 
 void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferCost& cost,
@@ -75,25 +120,27 @@ void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferC
   const double wire = size * cost.wire_per_byte;
   const std::int32_t route = graph_.transfer(id).route;
   active_.push_back(Flow{id, route, wire, 0, cost.latency_us});
-  const bool new_route = flows_on_route_[static_cast<std::size_t>(route)]++ == 0;
   for (topology::LinkId l : graph_.links(route)) {
     if (flows_on_link_[l]++ == 0) loaded_since_[l] = now;
     bytes_[l] += wire;
   }
-  if (new_route) {
-    active_routes_.push_back(route);
-    for (topology::LinkId l : constraints(route)) {
-      if (routes_on_link_[l].empty()) loaded_.push_back(l);
-      routes_on_link_[l].push_back(route);
-    }
-  }
-  dirty_ = true;
+  if (flows_on_route_[static_cast<std::size_t>(route)]++ == 0)
+    for (topology::LinkId l : constraints_[route]) routes_on_link_[l].push_back(route);
+  touch(route);
 }
 
 double FlowNetwork::next_arrival() {
-  if (dirty_) {
-    share_bandwidth();
-    dirty_ = false;
+  if (!changed_.empty()) {
+    for (std::int32_t c : changed_) {
+      share_bandwidth(c);
+      is_changed_[static_cast<std::size_t>(c)] = 0;
+    }
+    changed_.clear();
+    next_drain_ = kNever;
+    for (Flow& f : active_) {
+      f.rate = route_rate_[static_cast<std::size_t>(f.route)];
+      next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
+    }
   } else if (next_drain_ <= now_) {
     // The drain due now left a few bytes of rounding behind: when they drain, at these rates.
     next_drain_ = kNever;
@@ -108,7 +155,6 @@ void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) 
   const double resolution_us = now_ * kClockResolution;
   // Each flow moves on to now; drained ones leave (in launch order), the others keep their order.
   std::size_t kept = 0;
-  bool route_left = false;
   for (std::size_t i = 0; i < active_.size(); ++i) {
     Flow& f = active_[i];
     f.remaining -= f.rate * dt;
@@ -117,32 +163,23 @@ void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) 
       ++kept;
       continue;
     }
-    route_left |= leave(f.route, now);
+    leave(f.route, now);
     latency_.push(now + f.latency_us, f.id);
   }
-  if (kept < active_.size()) {
-    active_.resize(kept);
-    if (route_left) {
-      std::erase_if(loaded_, [&](topology::LinkId l) { return routes_on_link_[l].empty(); });
-      std::erase_if(active_routes_, [&](std::int32_t r) {
-        return flows_on_route_[static_cast<std::size_t>(r)] == 0;
-      });
-    }
-    dirty_ = true;
-  }
+  active_.resize(kept);
   while (latency_.next_time() <= now) arrived.push_back(latency_.pop());
 }
 
-// A flow on `route` has drained at `now`; true when it was the route's last.
-bool FlowNetwork::leave(std::int32_t route, double now) {
+// A flow on `route` has drained at `now`.
+void FlowNetwork::leave(std::int32_t route, double now) {
   for (topology::LinkId l : graph_.links(route))
     if (--flows_on_link_[l] == 0) busy_us_[l] += now - loaded_since_[l];
-  if (--flows_on_route_[static_cast<std::size_t>(route)] > 0) return false;
-  for (topology::LinkId l : constraints(route)) {
+  touch(route);
+  if (--flows_on_route_[static_cast<std::size_t>(route)] > 0) return;
+  for (topology::LinkId l : constraints_[route]) {
     std::vector<std::int32_t>& on = routes_on_link_[l];
     on.erase(std::find(on.begin(), on.end(), route));
   }
-  return true;
 }
 
 void FlowNetwork::advance(double now) {
@@ -162,10 +199,13 @@ double FlowNetwork::lowest_level() {
   return lowest;
 }
 
-// Progressive filling, by levels: every link whose even split of its remaining capacity is the
-// smallest fixes all its unfixed routes at that share per flow, in one round. Links whose flows
-// are all fixed leave the round's scans (`open_`, kept in load order).
-void FlowNetwork::share_bandwidth() {
+// Progressive filling of one component, by levels: every link whose even split of its remaining
+// capacity is the smallest fixes all its unfixed routes at that share per flow, in one round.
+// Links whose flows are all fixed leave the round's scans (`open_`, in the component's order).
+void FlowNetwork::share_bandwidth(std::int32_t component) {
+  loaded_.clear();
+  for (topology::LinkId l : component_links_[component])
+    if (!routes_on_link_[l].empty()) loaded_.push_back(l);
   const std::size_t loaded = loaded_.size();
   left_.resize(loaded);
   unfixed_.resize(loaded);
@@ -175,12 +215,17 @@ void FlowNetwork::share_bandwidth() {
     left_[i] = capacity_[loaded_[i]];
     unfixed_[i] = flows_on_link_[loaded_[i]];
   }
-  for (std::int32_t r : active_routes_) fixed_[static_cast<std::size_t>(r)] = 0;
+  std::size_t remaining = 0;
+  for (std::int32_t r : component_routes_[component]) {
+    const bool active = flows_on_route_[static_cast<std::size_t>(r)] > 0;
+    fixed_[static_cast<std::size_t>(r)] = !active;
+    remaining += active;
+  }
   open_.resize(loaded);
   for (std::size_t i = 0; i < loaded; ++i) open_[i] = i;
   level_.resize(loaded);
   double share = lowest_level();
-  for (std::size_t remaining = active_routes_.size(); remaining > 0;) {
+  while (remaining > 0) {
     for (std::size_t i : open_) {
       if (unfixed_[i] == 0 || level_[i] > share) continue;
       for (std::int32_t r : routes_on_link_[loaded_[i]]) {
@@ -191,7 +236,7 @@ void FlowNetwork::share_bandwidth() {
         route_rate_[route] = share;
         const std::int32_t flows = flows_on_route_[route];
         const double taken = share * flows;
-        for (topology::LinkId l : constraints(r)) {
+        for (topology::LinkId l : constraints_[r]) {
           left_[static_cast<std::size_t>(slot_[l])] -= taken;
           unfixed_[static_cast<std::size_t>(slot_[l])] -= flows;
         }
@@ -199,11 +244,6 @@ void FlowNetwork::share_bandwidth() {
     }
     std::erase_if(open_, [&](std::size_t i) { return unfixed_[i] == 0; });
     share = lowest_level();
-  }
-  next_drain_ = kNever;
-  for (Flow& f : active_) {
-    f.rate = route_rate_[static_cast<std::size_t>(f.route)];
-    next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
   }
 }
 

@@ -4,12 +4,14 @@
 //
 // Transfers on one route get one rate (max-min fairness treats them alike), so the filling
 // works on routes, each weighted by its number of flows: a connection with several messages in
-// flight costs it one entry per link, not one per message. And it fills only one link of each
-// set of links that the same routes cross (the slowest): the others always have at least as
-// much left per flow, so they never limit anyone. A route through NVSwitch crosses two links
-// that no other route shares; most links of a ring are such.
+// flight costs it one entry per link, not one per message. It fills only one link of each set
+// of links that the same routes cross (the slowest): the others always have at least as much
+// left per flow, so they never limit anyone. And routes that share none of these links cannot
+// change each other's rates: the routes fall into components, and a change refills only its
+// own. Through NVSwitch a route crosses two links that few other routes share.
 #pragma once
 
+#include <cstdint>
 #include <span>
 
 #include "event_queue.hpp"
@@ -39,15 +41,30 @@ class FlowNetwork {
     double rate;       // wire bytes per microsecond
     double latency_us;
   };
+  /// Ranges of one array, one per route or component.
+  template <class T>
+  struct Ranges {
+    std::vector<std::int32_t> begin{0};
+    std::vector<T> items;
+    std::span<const T> operator[](std::int32_t i) const {
+      const auto b = static_cast<std::size_t>(begin[static_cast<std::size_t>(i)]);
+      return std::span<const T>(items).subspan(
+          b, static_cast<std::size_t>(begin[static_cast<std::size_t>(i) + 1]) - b);
+    }
+    void close() { begin.push_back(static_cast<std::int32_t>(items.size())); }
+  };
 
   void find_constraints(const topology::Topology& topology);
-  std::span<const topology::LinkId> constraints(std::int32_t route) const;
+  void find_components(const topology::Topology& topology);
   void advance(double now);
-  bool leave(std::int32_t route, double now);
-  void share_bandwidth();
+  void touch(std::int32_t route);
+  void leave(std::int32_t route, double now);
+  void share_bandwidth(std::int32_t component);
   double lowest_level();
 
-  std::vector<double> left_, level_;  // per loaded link: capacity left, its even split
+  // Scratch of share_bandwidth, per loaded link of the component: capacity left, even split.
+  std::vector<topology::LinkId> loaded_;
+  std::vector<double> left_, level_;
   std::vector<std::int32_t> unfixed_, slot_;
   std::vector<std::size_t> open_;  // links with unfixed routes, by their index in loaded_
   std::vector<char> fixed_;        // per route
@@ -57,20 +74,19 @@ class FlowNetwork {
   std::vector<double> busy_us_, bytes_;
   std::vector<double> loaded_since_;         // per link: when it last went from no flow to one
   std::vector<std::int32_t> flows_on_link_;  // per link: its active flows
-  // Per route: the links that may limit it (constraints()), one per set of links crossed by the
-  // same routes.
-  std::vector<std::int32_t> constraint_begin_;
-  std::vector<topology::LinkId> constraint_links_;
+  Ranges<topology::LinkId> constraints_;     // per route: the links that may limit it
+  std::vector<std::int32_t> component_of_;   // per route
+  Ranges<std::int32_t> component_routes_;
+  Ranges<topology::LinkId> component_links_;               // their constraint links
   std::vector<std::vector<std::int32_t>> routes_on_link_;  // per constraint link: active routes
-  std::vector<topology::LinkId> loaded_;                   // constraint links with active routes
   std::vector<std::int32_t> flows_on_route_;               // per route: its active flows
   std::vector<double> route_rate_;                         // per route: each flow's rate
-  std::vector<std::int32_t> active_routes_;  // routes with active flows, by first launch
-  std::vector<Flow> active_;                 // in launch order
-  EventQueue<std::int32_t> latency_;         // drained transfers, arriving after their latency
+  std::vector<std::int32_t> changed_;  // components whose flows changed since the last filling
+  std::vector<char> is_changed_;       // per component
+  std::vector<Flow> active_;           // in launch order
+  EventQueue<std::int32_t> latency_;   // drained transfers, arriving after their latency
   double now_ = 0;
   double next_drain_ = kNever;  // when the first active flow drains, at the current rates
-  bool dirty_ = false;          // flows started or left since the rates were last shared
 };
 
 static_assert(Network<FlowNetwork>);

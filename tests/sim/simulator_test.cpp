@@ -500,6 +500,28 @@ TEST(SimFlow, MessagesInFlightOnOneConnectionEachTakeAFlowsShare) {
   }
 }
 
+// Messages of u and 3u in flight on one connection and 3u from another sender share one link
+// three ways until the first message ends (3u/C); the two left then split it until both end at
+// 3u/C + 2u/(C/2) = 7u/C.
+TEST(SimFlow, AMessageEndingSpeedsUpTheOtherOnItsConnection) {
+  const Topology topo = star({link_of(100), link_of(100)}, link_of(100));
+  Schedule schedule = transfers(3, 7, {{1, 2, 3}});
+  schedule.programs[0].tbs.push_back(
+      block(2, -1, 7, {make_step(StepKind::send, 3, 1), make_step(StepKind::send, 4, 3)}));
+  schedule.programs[2].tbs.push_back(
+      block(-1, 0, 7, {make_step(StepKind::recv, 3, 1), make_step(StepKind::recv, 4, 3)}));
+  const std::uint64_t size = 7'000'000;  // 7 chunks of u = 1e6 bytes
+  const double u = 1e6 / (100 * kBytesPerUsPerGBps);
+  const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
+  ASSERT_EQ(result.timeline.size(), 3u);
+  std::vector<double> ends;
+  for (const auto& t : result.timeline) ends.push_back(t.end_us);
+  std::sort(ends.begin(), ends.end());
+  expect_close(ends[0], 3 * u, "the first message");
+  expect_close(ends[1], 7 * u, "the second");
+  expect_close(ends[2], 7 * u, "the other sender's");
+}
+
 // A route's links that no other route crosses limit it by the slowest of them, wherever it is
 // on the route: here the second hop, 10 GB/s after a 1000 GB/s first hop.
 TEST(SimFlow, TheSlowestOfARoutesOwnLinksLimitsIt) {
@@ -508,6 +530,28 @@ TEST(SimFlow, TheSlowestOfARoutesOwnLinksLimitsIt) {
   const SimResult result =
       Simulator(topo, transfers(2, 1, {{0, 1}}), flow_with_timeline()).run(size);
   expect_close(result.time_us, size / (10 * kBytesPerUsPerGBps), "at 10 GB/s");
+}
+
+// GPUs 0..3 in a line, links 0->1 and 1->2 at 100 GB/s, 2->3 at 150. A (0->2) and C (2->3) share
+// no link, but B (1->3) shares one with each, so A leaving changes C's rate. While A runs, A
+// and B split 1->2 at 50 each and C takes the 100 left on 2->3. A's u bytes end at u/50, when C
+// has 2u left; then B and C split 2->3 at 75 until C ends, and B runs alone at 100.
+TEST(SimFlow, AFlowLeavingChangesTheRateOfOneItSharesNoLinkWith) {
+  Topology topo("line");
+  for (int r = 0; r < 4; ++r)
+    topo.add_node(topology::Node{"gpu" + std::to_string(r), NodeKind::gpu, r, 0, r});
+  topo.add_link(0, 1, link_of(100));
+  topo.add_link(1, 2, link_of(100));
+  topo.add_link(2, 3, link_of(150));
+  topo.validate("line");
+  const std::uint64_t size = 9'000'000;  // 9 chunks of u = 1e6 bytes
+  const double u = 1e6 / kBytesPerUsPerGBps;
+  const Schedule schedule = transfers(4, 9, {{0, 2, 1}, {1, 3, 4}, {2, 3, 4}});
+  const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
+  const auto ends = ends_by_sender(result, 3);
+  expect_close(ends[0], u / 50, "A");
+  expect_close(ends[2], u / 50 + 2 * u / 75, "C");
+  expect_close(ends[1], u / 50 + 2 * u / 75 + u / 100, "B");
 }
 
 // Alpha does not hold the link in the flow model: the data drains at the shared rate, then
