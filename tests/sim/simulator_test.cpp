@@ -482,15 +482,24 @@ TEST(SimFlow, ThreeStaggeredFlowsFinishAtTextbookTimes) {
   expect_close(result.time_us, 6 * unit_us, "collective");
 }
 
+// `transfers(3, chunks, {{1, 2, other}})` plus two messages from rank 0 to rank 2 on one
+// connection, of `first` and `second` chunks, both in flight at once.
+Schedule two_messages_and_another(int chunks, int other, int first, int second) {
+  Schedule schedule = transfers(3, chunks, {{1, 2, other}});
+  schedule.programs[0].tbs.push_back(block(
+      2, -1, 7,
+      {make_step(StepKind::send, other, first), make_step(StepKind::send, other + first, second)}));
+  schedule.programs[2].tbs.push_back(block(
+      -1, 0, 7,
+      {make_step(StepKind::recv, other, first), make_step(StepKind::recv, other + first, second)}));
+  return schedule;
+}
+
 // Two messages in flight on one connection are two flows. Held to 10 GB/s each by their 20 GB/s
 // first hop, they leave 100 - 2 * 10 = 80 GB/s of the shared link to the third flow.
 TEST(SimFlow, MessagesInFlightOnOneConnectionEachTakeAFlowsShare) {
   const Topology topo = star({link_of(20), link_of(1000)}, link_of(100));
-  Schedule schedule = transfers(3, 6, {{1, 2, 4}});
-  schedule.programs[0].tbs.push_back(
-      block(2, -1, 7, {make_step(StepKind::send, 4, 1), make_step(StepKind::send, 5, 1)}));
-  schedule.programs[2].tbs.push_back(
-      block(-1, 0, 7, {make_step(StepKind::recv, 4, 1), make_step(StepKind::recv, 5, 1)}));
+  const Schedule schedule = two_messages_and_another(6, 4, 1, 1);
   const std::uint64_t size = 6'000'000;  // 6 chunks of u = 1e6 bytes
   const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
   ASSERT_EQ(result.timeline.size(), 3u);
@@ -505,11 +514,7 @@ TEST(SimFlow, MessagesInFlightOnOneConnectionEachTakeAFlowsShare) {
 // 3u/C + 2u/(C/2) = 7u/C.
 TEST(SimFlow, AMessageEndingSpeedsUpTheOtherOnItsConnection) {
   const Topology topo = star({link_of(100), link_of(100)}, link_of(100));
-  Schedule schedule = transfers(3, 7, {{1, 2, 3}});
-  schedule.programs[0].tbs.push_back(
-      block(2, -1, 7, {make_step(StepKind::send, 3, 1), make_step(StepKind::send, 4, 3)}));
-  schedule.programs[2].tbs.push_back(
-      block(-1, 0, 7, {make_step(StepKind::recv, 3, 1), make_step(StepKind::recv, 4, 3)}));
+  const Schedule schedule = two_messages_and_another(7, 3, 1, 3);
   const std::uint64_t size = 7'000'000;  // 7 chunks of u = 1e6 bytes
   const double u = 1e6 / (100 * kBytesPerUsPerGBps);
   const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
