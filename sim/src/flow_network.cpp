@@ -129,22 +129,19 @@ void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferC
   touch(route);
 }
 
+// The next drain time holds until flows change, or until it has come and left a few bytes of
+// rounding behind.
 double FlowNetwork::next_arrival() {
-  if (!changed_.empty()) {
-    for (std::int32_t c : changed_) {
-      share_bandwidth(c);
-      is_changed_[static_cast<std::size_t>(c)] = 0;
-    }
-    changed_.clear();
-    next_drain_ = kNever;
-    for (Flow& f : active_) {
-      f.rate = route_rate_[static_cast<std::size_t>(f.route)];
-      next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
-    }
-  } else if (next_drain_ <= now_) {
-    // The drain due now left a few bytes of rounding behind: when they drain, at these rates.
-    next_drain_ = kNever;
-    for (const Flow& f : active_) next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
+  if (changed_.empty() && next_drain_ > now_) return std::min(latency_.next_time(), next_drain_);
+  for (std::int32_t c : changed_) {
+    share_bandwidth(c);
+    is_changed_[static_cast<std::size_t>(c)] = 0;
+  }
+  changed_.clear();
+  next_drain_ = kNever;
+  for (Flow& f : active_) {
+    f.rate = route_rate_[static_cast<std::size_t>(f.route)];
+    next_drain_ = std::min(next_drain_, now_ + f.remaining / f.rate);
   }
   return std::min(latency_.next_time(), next_drain_);
 }
