@@ -17,7 +17,39 @@ constexpr double kClockResolution = 4 * std::numeric_limits<double>::epsilon();
 
 }  // namespace
 
-FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& graph)
+FlowRoutes::FlowRoutes(const topology::Topology& topology, const StepGraph& graph) {
+  find_constraints(topology, graph);
+  find_components(topology, static_cast<std::int32_t>(graph.routes.size()));
+}
+
+// Links are grouped by the routes that cross them; each group is represented by its slowest
+// link (the first among equals).
+void FlowRoutes::find_constraints(const topology::Topology& topology, const StepGraph& graph) {
+  const auto routes = static_cast<std::int32_t>(graph.routes.size());
+  std::vector<std::vector<std::int32_t>> crossing(topology.link_count());
+  for (std::int32_t r = 0; r < routes; ++r)
+    for (topology::LinkId l : graph.links(r))
+      if (crossing[l].empty() || crossing[l].back() != r) crossing[l].push_back(r);
+  std::map<std::vector<std::int32_t>, topology::LinkId> slowest;
+  for (topology::LinkId l = 0; l < topology.link_count(); ++l) {
+    if (crossing[l].empty()) continue;
+    const auto [it, inserted] = slowest.try_emplace(crossing[l], l);
+    if (!inserted && topology.link(l).bw_GBps < topology.link(it->second).bw_GBps) it->second = l;
+  }
+  for (std::int32_t r = 0; r < routes; ++r) {
+    std::vector<topology::LinkId>& items = constraints.items;
+    const std::ptrdiff_t first = constraints.begin.back();
+    for (topology::LinkId l : graph.links(r)) {
+      const topology::LinkId limit = slowest.at(crossing[l]);
+      if (std::find(items.begin() + first, items.end(), limit) == items.end())
+        items.push_back(limit);
+    }
+    constraints.close();
+  }
+}
+
+FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& graph,
+                         const FlowRoutes& routes)
     : started_us(graph.transfers.size(), 0),
       fixed_(graph.routes.size(), 0),
       graph_(graph),
@@ -26,44 +58,17 @@ FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& gr
       bytes_(topology.link_count(), 0),
       loaded_since_(topology.link_count(), 0),
       flows_on_link_(topology.link_count(), 0),
+      routes_(routes),
       routes_on_link_(topology.link_count()),
       flows_on_route_(graph.routes.size(), 0),
-      route_rate_(graph.routes.size(), 0) {
+      route_rate_(graph.routes.size(), 0),
+      is_changed_(routes.components(), 0) {
   for (topology::LinkId l = 0; l < topology.link_count(); ++l)
     capacity_[l] = support::bytes_per_us(topology.link(l).bw_GBps);
-  find_constraints(topology);
-  find_components(topology);
-}
-
-// Links are grouped by the routes that cross them; each group is represented by its slowest
-// link (the first among equals).
-void FlowNetwork::find_constraints(const topology::Topology& topology) {
-  const auto routes = static_cast<std::int32_t>(graph_.routes.size());
-  std::vector<std::vector<std::int32_t>> crossing(topology.link_count());
-  for (std::int32_t r = 0; r < routes; ++r)
-    for (topology::LinkId l : graph_.links(r))
-      if (crossing[l].empty() || crossing[l].back() != r) crossing[l].push_back(r);
-  std::map<std::vector<std::int32_t>, topology::LinkId> slowest;
-  for (topology::LinkId l = 0; l < topology.link_count(); ++l) {
-    if (crossing[l].empty()) continue;
-    const auto [it, inserted] = slowest.try_emplace(crossing[l], l);
-    if (!inserted && capacity_[l] < capacity_[it->second]) it->second = l;
-  }
-  for (std::int32_t r = 0; r < routes; ++r) {
-    std::vector<topology::LinkId>& items = constraints_.items;
-    const std::ptrdiff_t first = constraints_.begin.back();
-    for (topology::LinkId l : graph_.links(r)) {
-      const topology::LinkId limit = slowest.at(crossing[l]);
-      if (std::find(items.begin() + first, items.end(), limit) == items.end())
-        items.push_back(limit);
-    }
-    constraints_.close();
-  }
 }
 
 // Routes are in one component when a chain of shared constraint links joins them (union-find).
-void FlowNetwork::find_components(const topology::Topology& topology) {
-  const auto routes = static_cast<std::int32_t>(graph_.routes.size());
+void FlowRoutes::find_components(const topology::Topology& topology, std::int32_t routes) {
   std::vector<std::int32_t> parent(static_cast<std::size_t>(routes));
   for (std::int32_t r = 0; r < routes; ++r) parent[static_cast<std::size_t>(r)] = r;
   auto root = [&](std::int32_t r) {
@@ -74,7 +79,7 @@ void FlowNetwork::find_components(const topology::Topology& topology) {
   };
   std::vector<std::int32_t> first_route(topology.link_count(), -1);
   for (std::int32_t r = 0; r < routes; ++r)
-    for (topology::LinkId l : constraints_[r]) {
+    for (topology::LinkId l : constraints[r]) {
       if (first_route[l] < 0)
         first_route[l] = r;
       else
@@ -82,7 +87,7 @@ void FlowNetwork::find_components(const topology::Topology& topology) {
     }
   // Components numbered by their first route; routes and links listed in route order.
   std::vector<std::int32_t> number(static_cast<std::size_t>(routes), -1);
-  component_of_.resize(static_cast<std::size_t>(routes));
+  component_of.resize(static_cast<std::size_t>(routes));
   std::vector<std::vector<std::int32_t>> members;
   for (std::int32_t r = 0; r < routes; ++r) {
     std::int32_t& c = number[static_cast<std::size_t>(root(r))];
@@ -90,24 +95,23 @@ void FlowNetwork::find_components(const topology::Topology& topology) {
       c = static_cast<std::int32_t>(members.size());
       members.emplace_back();
     }
-    component_of_[static_cast<std::size_t>(r)] = c;
+    component_of[static_cast<std::size_t>(r)] = c;
     members[static_cast<std::size_t>(c)].push_back(r);
   }
   for (const std::vector<std::int32_t>& routes_of : members) {
     for (std::int32_t r : routes_of) {
-      component_routes_.items.push_back(r);
-      for (topology::LinkId l : constraints_[r])
-        if (first_route[l] == r) component_links_.items.push_back(l);
+      component_routes.items.push_back(r);
+      for (topology::LinkId l : constraints[r])
+        if (first_route[l] == r) component_links.items.push_back(l);
     }
-    component_routes_.close();
-    component_links_.close();
+    component_routes.close();
+    component_links.close();
   }
-  is_changed_.assign(members.size(), 0);
 }
 
 // The flows on `route` changed: its component's rates must be shared again.
 void FlowNetwork::touch(std::int32_t route) {
-  const auto c = static_cast<std::size_t>(component_of_[static_cast<std::size_t>(route)]);
+  const auto c = static_cast<std::size_t>(routes_.component_of[static_cast<std::size_t>(route)]);
   if (is_changed_[c]) return;
   is_changed_[c] = 1;
   changed_.push_back(static_cast<std::int32_t>(c));
@@ -125,7 +129,7 @@ void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferC
     bytes_[l] += wire;
   }
   if (flows_on_route_[static_cast<std::size_t>(route)]++ == 0)
-    for (topology::LinkId l : constraints_[route]) routes_on_link_[l].push_back(route);
+    for (topology::LinkId l : routes_.constraints[route]) routes_on_link_[l].push_back(route);
   touch(route);
 }
 
@@ -173,7 +177,7 @@ void FlowNetwork::leave(std::int32_t route, double now) {
     if (--flows_on_link_[l] == 0) busy_us_[l] += now - loaded_since_[l];
   touch(route);
   if (--flows_on_route_[static_cast<std::size_t>(route)] > 0) return;
-  for (topology::LinkId l : constraints_[route]) {
+  for (topology::LinkId l : routes_.constraints[route]) {
     std::vector<std::int32_t>& on = routes_on_link_[l];
     on.erase(std::find(on.begin(), on.end(), route));
   }
@@ -201,7 +205,7 @@ double FlowNetwork::lowest_level() {
 // Links whose flows are all fixed leave the round's scans (`open_`, in the component's order).
 void FlowNetwork::share_bandwidth(std::int32_t component) {
   loaded_.clear();
-  for (topology::LinkId l : component_links_[component])
+  for (topology::LinkId l : routes_.component_links[component])
     if (!routes_on_link_[l].empty()) loaded_.push_back(l);
   const std::size_t loaded = loaded_.size();
   left_.resize(loaded);
@@ -213,7 +217,7 @@ void FlowNetwork::share_bandwidth(std::int32_t component) {
     unfixed_[i] = flows_on_link_[loaded_[i]];
   }
   std::size_t remaining = 0;
-  for (std::int32_t r : component_routes_[component]) {
+  for (std::int32_t r : routes_.component_routes[component]) {
     const bool active = flows_on_route_[static_cast<std::size_t>(r)] > 0;
     fixed_[static_cast<std::size_t>(r)] = !active;
     remaining += active;
@@ -233,7 +237,7 @@ void FlowNetwork::share_bandwidth(std::int32_t component) {
         route_rate_[route] = share;
         const std::int32_t flows = flows_on_route_[route];
         const double taken = share * flows;
-        for (topology::LinkId l : constraints_[r]) {
+        for (topology::LinkId l : routes_.constraints[r]) {
           left_[static_cast<std::size_t>(slot_[l])] -= taken;
           unfixed_[static_cast<std::size_t>(slot_[l])] -= flows;
         }

@@ -20,9 +20,39 @@
 
 namespace optiflow::sim {
 
+/// Ranges of one array, one per route or component.
+template <class T>
+struct Ranges {
+  std::vector<std::int32_t> begin{0};
+  std::vector<T> items;
+  std::span<const T> operator[](std::int32_t i) const {
+    const auto b = static_cast<std::size_t>(begin[static_cast<std::size_t>(i)]);
+    return std::span<const T>(items).subspan(
+        b, static_cast<std::size_t>(begin[static_cast<std::size_t>(i) + 1]) - b);
+  }
+  void close() { begin.push_back(static_cast<std::int32_t>(items.size())); }
+};
+
+/// What the filling needs to know of a schedule's routes, independent of size: found once per
+/// simulator, not per run.
+struct FlowRoutes {
+  FlowRoutes(const topology::Topology& topology, const StepGraph& graph);
+
+  Ranges<topology::LinkId> constraints;    ///< per route: the links that may limit it
+  std::vector<std::int32_t> component_of;  ///< per route
+  Ranges<std::int32_t> component_routes;
+  Ranges<topology::LinkId> component_links;  ///< their constraint links
+
+  std::size_t components() const { return component_routes.begin.size() - 1; }
+
+ private:
+  void find_constraints(const topology::Topology& topology, const StepGraph& graph);
+  void find_components(const topology::Topology& topology, std::int32_t routes);
+};
+
 class FlowNetwork {
  public:
-  FlowNetwork(const topology::Topology& topology, const StepGraph& graph);
+  FlowNetwork(const topology::Topology& topology, const StepGraph& graph, const FlowRoutes& routes);
 
   void launch(std::int32_t id, double size, const topology::TransferCost& cost, double now);
   double next_arrival();
@@ -41,21 +71,6 @@ class FlowNetwork {
     double rate;       // wire bytes per microsecond
     double latency_us;
   };
-  /// Ranges of one array, one per route or component.
-  template <class T>
-  struct Ranges {
-    std::vector<std::int32_t> begin{0};
-    std::vector<T> items;
-    std::span<const T> operator[](std::int32_t i) const {
-      const auto b = static_cast<std::size_t>(begin[static_cast<std::size_t>(i)]);
-      return std::span<const T>(items).subspan(
-          b, static_cast<std::size_t>(begin[static_cast<std::size_t>(i) + 1]) - b);
-    }
-    void close() { begin.push_back(static_cast<std::int32_t>(items.size())); }
-  };
-
-  void find_constraints(const topology::Topology& topology);
-  void find_components(const topology::Topology& topology);
   void advance(double now);
   void touch(std::int32_t route);
   void leave(std::int32_t route, double now);
@@ -74,10 +89,7 @@ class FlowNetwork {
   std::vector<double> busy_us_, bytes_;
   std::vector<double> loaded_since_;         // per link: when it last went from no flow to one
   std::vector<std::int32_t> flows_on_link_;  // per link: its active flows
-  Ranges<topology::LinkId> constraints_;     // per route: the links that may limit it
-  std::vector<std::int32_t> component_of_;   // per route
-  Ranges<std::int32_t> component_routes_;
-  Ranges<topology::LinkId> component_links_;               // their constraint links
+  const FlowRoutes& routes_;
   std::vector<std::vector<std::int32_t>> routes_on_link_;  // per constraint link: active routes
   std::vector<std::int32_t> flows_on_route_;               // per route: its active flows
   std::vector<double> route_rate_;                         // per route: each flow's rate

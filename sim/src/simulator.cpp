@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <type_traits>
 
 #include "alpha_beta_network.hpp"
 #include "flow_network.hpp"
@@ -42,6 +44,7 @@ struct Simulator::Impl {
   /// The schedule's protocol per size: (max_bytes, protocol), then the one for larger sizes.
   std::vector<std::pair<std::uint64_t, topology::Protocol>> protocol_ranges;
   topology::Protocol protocol = topology::Protocol::simple;
+  std::optional<FlowRoutes> flow_routes;  // for the flow model only
 
   topology::Protocol protocol_for(std::uint64_t size_bytes) const {
     if (options.protocol) return *options.protocol;
@@ -57,6 +60,16 @@ topology::Protocol known_protocol(const schedule::Schedule& schedule, std::strin
   if (auto protocol = topology::protocol_from_string(name)) return *protocol;
   throw support::InputError(support::SourceLocation{schedule.name, 0, 0, "protocol"},
                             "unknown protocol '" + std::string(name) + "' (LL|LL128|Simple)");
+}
+
+// Each model's network over the simulator's graph; the flow model's with the routes it studied
+// once.
+template <Network Net>
+Net network_for(const Simulator::Impl& impl) {
+  if constexpr (std::is_same_v<Net, FlowNetwork>)
+    return FlowNetwork(impl.topology, impl.graph, *impl.flow_routes);
+  else
+    return Net(impl.topology, impl.graph);
 }
 
 // One simulation at one size: the textbook loop over a time-ordered event queue. Time starts
@@ -75,7 +88,7 @@ class Run {
                                            : topology::protocol_costs(protocol_)),
         overhead_us_(impl.overhead_us),
         slots_(impl.options.slots),
-        network_(impl.topology, graph_),
+        network_(network_for<Net>(impl)),
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
         received_(static_cast<std::size_t>(graph_.connections), 0),
         blocked_(static_cast<std::size_t>(graph_.connections), -1) {
@@ -311,7 +324,9 @@ Simulator::Simulator(const topology::Topology& topology, const schedule::Schedul
                                         options.op_overhead_us.value_or(topology.op_overhead_us()),
                                         build_step_graph(topology, schedule),
                                         {},
-                                        known_protocol(schedule, schedule.protocol)})) {
+                                        known_protocol(schedule, schedule.protocol),
+                                        std::nullopt})) {
+  if (options.model == Model::flow) impl_->flow_routes.emplace(topology, impl_->graph);
   for (const schedule::ProtocolRange& range : schedule.protocol_by_size)
     impl_->protocol_ranges.emplace_back(range.max_bytes, known_protocol(schedule, range.protocol));
   if (options.slots < 1)
