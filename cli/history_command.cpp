@@ -169,7 +169,7 @@ void comparisons(const HistoryArgs& args) {
                            c.created_at.substr(0, 19).c_str());
     for (const db::ComparisonContender& k : c.contenders) {
       std::string line = strprintf("  %-24s %10.3f s ", k.name.c_str(), k.synthesis_s);
-      for (const db::PerfRow& r : k.results)
+      for (const support::SizeResult& r : k.results)
         line += strprintf(" %s %.2f GB/s x%.3f;", support::format_size(r.size_bytes).c_str(),
                           r.busbw_GBps, r.bound_us > 0 ? r.time_us / r.bound_us : 0.0);
       std::cout << line << "\n";

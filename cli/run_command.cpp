@@ -85,9 +85,9 @@ class ResultSink {
                   << support::format_size(result.size_bytes) << " left " << m->wrong
                   << " wrong elements (over all ranks); not a result\n";
     if (!store_ || !result.schedule.measured) return;
-    db::PerfRow row{result.size_bytes, result.schedule.time_us, result.schedule.algbw_GBps,
-                    result.schedule.busbw_GBps,
-                    bound_ ? bound_->at(result.size_bytes).time_us : 0.0};
+    support::SizeResult row{result.size_bytes, result.schedule.time_us, result.schedule.algbw_GBps,
+                            result.schedule.busbw_GBps,
+                            bound_ ? bound_->at(result.size_bytes).time_us : 0.0};
     store_->record_hw_result(hash_, topology_id_, args_.backend, row, host_info(result));
   }
 

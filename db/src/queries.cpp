@@ -52,9 +52,9 @@ void bind_filter(Query& q, const HistoryFilter& filter) {
   if (!filter.origin.empty()) q->bind(5, filter.origin);
 }
 
-PerfRow perf_at(const Statement& s, int first) {
-  return PerfRow{s.uint64(first), s.real(first + 1), s.real(first + 2), s.real(first + 3),
-                 s.real(first + 4)};
+support::SizeResult perf_at(const Statement& s, int first) {
+  return support::SizeResult{s.uint64(first), s.real(first + 1), s.real(first + 2),
+                             s.real(first + 3), s.real(first + 4)};
 }
 
 constexpr const char* kRunColumns =
@@ -188,16 +188,16 @@ std::optional<CompilationInfo> Store::cached_compilation(const std::string& prog
                          q->text(4),  q->int64(5),      q->int64(6)};
 }
 
-std::optional<std::vector<PerfRow>> Store::cached_sims(const std::string& schedule_hash,
-                                                       Id topology_id,
-                                                       const std::string& model) const {
+std::optional<std::vector<support::SizeResult>> Store::cached_sims(const std::string& schedule_hash,
+                                                                   Id topology_id,
+                                                                   const std::string& model) const {
   Query q = impl_->query(
       "SELECT m.size_bytes, m.time_us, m.algbw_GBps, m.busbw_GBps, m.bound_us FROM schedules s "
       "JOIN simulations m ON m.schedule_id = s.id WHERE s.hash = ?1 AND m.topology_id = ?2 AND "
       "m.model = ?3 "
       "ORDER BY m.size_bytes");
   q->bind_all(schedule_hash, topology_id, model);
-  std::vector<PerfRow> rows;
+  std::vector<support::SizeResult> rows;
   while (q->step()) rows.push_back(perf_at(*q, 0));
   if (rows.empty()) return std::nullopt;
   return rows;

@@ -174,9 +174,9 @@ void check_record(const CandidateRecord& record) {
 }
 
 void insert_sims(Store::Impl& impl, Id schedule_id, Id topology_id, const std::string& model,
-                 const std::vector<PerfRow>& sims) {
+                 const std::vector<support::SizeResult>& sims) {
   const std::string now = utc_now();
-  for (const PerfRow& row : sims) {
+  for (const support::SizeResult& row : sims) {
     Query q = impl.query(
         "INSERT INTO simulations(schedule_id, topology_id, model, size_bytes, time_us, algbw_GBps, "
         "busbw_GBps, "
@@ -316,7 +316,7 @@ Id Store::put_schedule(const std::string& schedule_hash, const std::string& sche
 }
 
 void Store::record_hw_result(const std::string& schedule_hash, Id topology_id,
-                             const std::string& backend, const PerfRow& perf,
+                             const std::string& backend, const support::SizeResult& perf,
                              const std::string& host_info) {
   impl_->transaction("record_hw_result", [&] {
     Id schedule_id = 0;
@@ -371,7 +371,7 @@ Id Store::record_comparison(const ComparisonRecord& comparison) {
         q->run();
       }
       for (std::size_t i = 0; i < c.results.size(); ++i) {
-        const PerfRow& r = c.results[i];
+        const support::SizeResult& r = c.results[i];
         Query q = impl_->query(
             "INSERT INTO comparison_results(comparison_id, position, size_bytes, time_us, "
             "algbw_GBps, busbw_GBps, bound_us, choice) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");

@@ -136,7 +136,7 @@ db::ComparisonContender stored(const Contender& c, const std::vector<double>& bo
   for (std::size_t s = 0; s < c.points.size(); ++s) {
     const ContenderPoint& p = c.points[s];
     row.results.push_back(
-        db::PerfRow{p.size_bytes, p.time_us, p.algbw_GBps, p.busbw_GBps, bound_us[s]});
+        support::SizeResult{p.size_bytes, p.time_us, p.algbw_GBps, p.busbw_GBps, bound_us[s]});
     row.choices.push_back(p.choice);
   }
   return row;

@@ -496,9 +496,9 @@ class Exploration {
         r.schedule_chunks = c.compiled.chunks;
         r.schedule_steps = c.compiled.steps;
         for (std::size_t s = 0; s < options_.sizes.size(); ++s)
-          r.sims.push_back(db::PerfRow{options_.sizes[s], c.simulated.time_us[s],
-                                       c.simulated.algbw_GBps[s], c.simulated.busbw_GBps[s],
-                                       bound_us_[s]});
+          r.sims.push_back(support::SizeResult{options_.sizes[s], c.simulated.time_us[s],
+                                               c.simulated.algbw_GBps[s], c.simulated.busbw_GBps[s],
+                                               bound_us_[s]});
       }
       program_id = store_.record_candidate(r);
     }
@@ -510,9 +510,14 @@ class Exploration {
     if (ok) {
       // What selection and proposers see: the measured times where there are some.
       entry.time_us = hw ? *hw : c.simulated.time_us;
-      for (std::size_t s = 0; s < options_.sizes.size(); ++s)
-        entry.parent.results.push_back(propose::SizeResult{
-            options_.sizes[s], entry.time_us[s], entry.time_us[s] / bound_us_[s], hw != nullptr});
+      for (std::size_t s = 0; s < options_.sizes.size(); ++s) {
+        support::SizeResult r;
+        r.size_bytes = options_.sizes[s];
+        r.time_us = entry.time_us[s];
+        r.bound_us = bound_us_[s];
+        r.measured = hw != nullptr;
+        entry.parent.results.push_back(r);
+      }
       entry.parent.busiest_links = c.simulated.busiest_links;
       entry.parent.idle_links = c.simulated.idle_links;
       entry.parent.critical_path = c.simulated.critical_path;

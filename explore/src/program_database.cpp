@@ -18,7 +18,7 @@ double ProgramDatabase::fitness(const Entry& e, std::size_t island) const {
   const std::size_t bands = islands_.size();
   const std::size_t first = island * size_count_ / bands, last = (island + 1) * size_count_ / bands;
   double sum = 0;
-  for (std::size_t s = first; s < last; ++s) sum += std::log(e.parent.results[s].bound_ratio);
+  for (std::size_t s = first; s < last; ++s) sum += std::log(e.parent.results[s].x_bound());
   return sum / static_cast<double>(std::max<std::size_t>(1, last - first));
 }
 

@@ -34,7 +34,7 @@ explore::Comparison from_record(const db::ComparisonRecord& record) {
       support::collective_from_string(record.collective).value_or(support::Collective::all_gather);
   c.model = sim::model_from_string(record.model).value_or(sim::Model::alpha_beta);
   if (!record.contenders.empty())
-    for (const db::PerfRow& r : record.contenders.front().results) {
+    for (const support::SizeResult& r : record.contenders.front().results) {
       c.sizes.push_back(r.size_bytes);
       c.bound_us.push_back(r.bound_us);
     }
@@ -42,7 +42,7 @@ explore::Comparison from_record(const db::ComparisonRecord& record) {
       c.ranks = topology::load_topology(record.topology_name).rank_count();
     } catch (const support::InputError&) {
       // A topology file that moved: the ranks follow from busbw = algbw * (N-1)/N.
-      const db::PerfRow& first = record.contenders.front().results.front();
+      const support::SizeResult& first = record.contenders.front().results.front();
       const double f = first.busbw_GBps / first.algbw_GBps;
       c.ranks = static_cast<int>(
           std::lround(c.collective == support::Collective::all_reduce ? 2 / (2 - f) : 1 / (1 - f)));
@@ -53,7 +53,7 @@ explore::Comparison from_record(const db::ComparisonRecord& record) {
     contender.synthesis_s = k.synthesis_s;
     contender.status = k.status;
     for (std::size_t i = 0; i < k.results.size(); ++i) {
-      const db::PerfRow& r = k.results[i];
+      const support::SizeResult& r = k.results[i];
       contender.points.push_back(
           explore::ContenderPoint{r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps,
                                   i < k.choices.size() ? k.choices[i] : std::string()});

@@ -36,7 +36,7 @@ QDateTime parse_time(const std::string& iso) {
   return t;
 }
 
-double metric_of(const db::PerfRow& perf, int metric) {
+double metric_of(const support::SizeResult& perf, int metric) {
   switch (metric) {
     case 0:
       return perf.busbw_GBps;

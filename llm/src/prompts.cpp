@@ -58,14 +58,14 @@ std::vector<std::size_t> shown_sizes(std::size_t count) {
 // NCCL's time is simulated, so a measured time gets no speed-up over it.
 std::string results_table(const ProposalContext& context, const Parent& parent) {
   const bool some_measured = std::any_of(parent.results.begin(), parent.results.end(),
-                                         [](const propose::SizeResult& r) { return r.measured; });
+                                         [](const support::SizeResult& r) { return r.measured; });
   std::string text = "| size | time us | x bound | vs NCCL |\n|---|---|---|---|\n";
   for (std::size_t s : shown_sizes(parent.results.size())) {
-    const propose::SizeResult& r = parent.results[s];
+    const support::SizeResult& r = parent.results[s];
     const bool nccl = s < context.nccl.size() && context.nccl[s].time_us > 0 && !r.measured;
     const char* how = !some_measured ? "" : r.measured ? " (measured)" : " (simulated)";
     text += format("| %s | %.2f%s | %.3f | %s |\n", support::format_size(r.size_bytes).c_str(),
-                   r.time_us, how, r.bound_ratio,
+                   r.time_us, how, r.x_bound(),
                    nccl ? format("%.2fx", context.nccl[s].time_us / r.time_us).c_str() : "-");
   }
   return text;

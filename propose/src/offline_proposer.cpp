@@ -205,7 +205,7 @@ bool mutate_for_weakest_size(Program& p, Dice& dice, const Parent& parent) {
   if (parent.results.size() < 2) return false;
   const auto worst =
       std::max_element(parent.results.begin(), parent.results.end(),
-                       [](const auto& a, const auto& b) { return a.bound_ratio < b.bound_ratio; });
+                       [](const auto& a, const auto& b) { return a.x_bound() < b.x_bound(); });
   if (worst - parent.results.begin() >= static_cast<std::ptrdiff_t>(parent.results.size() / 2))
     return mutate_pipeline(p, dice);
   auto steps = steps_of(p);

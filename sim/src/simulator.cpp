@@ -194,15 +194,12 @@ class Run {
   }
 
   SimResult result() const {
-    SimResult r;
-    r.size_bytes = static_cast<std::uint64_t>(size_);
-    r.protocol = protocol_;
     if (completed_ < graph_.steps.size()) stalled(first_never_ran());
-    r.time_us = last_ < 0 ? 0 : state(last_).end;
-    if (r.time_us > 0) {
-      r.algbw_GBps = support::GBps_of(size_, r.time_us);
-      r.busbw_GBps = r.algbw_GBps * support::busbw_factor(impl_.collective, impl_.ranks);
-    }
+    SimResult r;
+    static_cast<support::SizeResult&>(r) =
+        support::size_result(impl_.collective, impl_.ranks, static_cast<std::uint64_t>(size_),
+                             last_ < 0 ? 0 : state(last_).end);
+    r.protocol = protocol_;
     for (StepIndex s = last_; s >= 0; s = state(s).cause) {
       const StepName name = graph_.name(s);
       r.critical_path.push_back(

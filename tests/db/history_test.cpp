@@ -64,7 +64,8 @@ class HistoryTest : public ::testing::Test {
       r.diagnostics = "error";
     }
     for (const auto& [size, time_us] : times)
-      r.sims.push_back(PerfRow{size, time_us, static_cast<double>(size) / time_us / 1e3, 0, 1});
+      r.sims.push_back(
+          support::SizeResult{size, time_us, static_cast<double>(size) / time_us / 1e3, 0, 1});
     store_.record_candidate(r);
     return store_.candidates(run_).back().program_id;
   }
@@ -164,7 +165,7 @@ TEST(HistoryExport, CsvQuotesWhereNeededAndPrintsShortestNumbers) {
   row.model = "say \"flow\"";
   row.schedule_hash = "00ff00ff00ff00ff";
   row.recorded_at = "2026-03-05T14:07:31.042Z";
-  row.perf = PerfRow{1024, 12.5, 0.1, 0.0875, 2};
+  row.perf = support::SizeResult{1024, 12.5, 0.1, 0.0875, 2};
   EXPECT_EQ(results_csv({row}),
             "run_id,seq,iteration,program_id,origin,topology,collective,model,schedule_hash,size_"
             "bytes,time_us,"

@@ -86,8 +86,8 @@ CandidateRecord compiled_candidate(Id run, std::int64_t seq, const std::string& 
   record.schedule_json = schedule_of(source);
   record.schedule_chunks = 4;
   record.schedule_steps = 12;
-  record.sims = {PerfRow{kSmall, 10 * slow, 0.1 / slow, 0.075 / slow, 2},
-                 PerfRow{kLarge, 100 * slow, 10 / slow, 7.5 / slow, 50}};
+  record.sims = {support::SizeResult{kSmall, 10 * slow, 0.1 / slow, 0.075 / slow, 2},
+                 support::SizeResult{kLarge, 100 * slow, 10 / slow, 7.5 / slow, 50}};
   return record;
 }
 
@@ -413,14 +413,14 @@ TEST_F(StoreTest, HardwareResultsAndModelCalls) {
   store_.record_candidate(compiled_candidate(run_, 0, "measured"));
   const auto stored = store_.candidates(run_);
   try {
-    store_.record_hw_result("ffffffffffffffff", topo_, "nccl", PerfRow{kLarge, 90, 11, 8, 50},
-                            "node0");
+    store_.record_hw_result("ffffffffffffffff", topo_, "nccl",
+                            support::SizeResult{kLarge, 90, 11, 8, 50}, "node0");
     FAIL();
   } catch (const DbError& e) {
     EXPECT_EQ(e.code(), kSqliteNotFound) << e.what();
   }
-  store_.record_hw_result(stored[0].schedule_hash, topo_, "nccl", PerfRow{kLarge, 90, 11, 8, 50},
-                          "node0 8xH100");
+  store_.record_hw_result(stored[0].schedule_hash, topo_, "nccl",
+                          support::SizeResult{kLarge, 90, 11, 8, 50}, "node0 8xH100");
   const auto results = store_.program_results(stored[0].program_id);
   ASSERT_EQ(results.size(), 3u);  // two simulations, one measurement
   EXPECT_EQ(results[0].topology, "ring4");

@@ -69,7 +69,8 @@ class LlmProposerTest : public ::testing::Test {
     ProposalRequest r;
     r.seed = seed;
     r.parents = {propose::Parent{"ring over all\n",
-                                 {{1024, 20, 1.5}, {1 << 20, 60, 1.2}},
+                                 {{.size_bytes = 1024, .time_us = 20, .bound_us = 20 / 1.5},
+                                  {.size_bytes = 1 << 20, .time_us = 60, .bound_us = 50}},
                                  {},
                                  {{"h0.gpu0", "sw0", 0.98}},
                                  {{"h0.gpu3", "sw0", 0.01}},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "optiflow/support/hash.hpp"
+#include "optiflow/support/size_result.hpp"
 
 namespace optiflow::db {
 
@@ -52,15 +53,6 @@ struct RunInfo {
   std::string options_json;             ///< everything else that defines the run
 };
 
-/// Simulated (or measured) performance of one schedule at one size.
-struct PerfRow {
-  std::uint64_t size_bytes = 0;
-  double time_us = 0;
-  double algbw_GBps = 0;
-  double busbw_GBps = 0;
-  double bound_us = 0;
-};
-
 /// One evaluated candidate of a run, written in one transaction.
 struct CandidateRecord {
   Id run_id = 0;
@@ -78,7 +70,7 @@ struct CandidateRecord {
   std::string schedule_json;  ///< stored only when non-empty (e.g. winners)
   std::int64_t schedule_chunks = 0, schedule_steps = 0;
   std::string model = "alpha-beta";
-  std::vector<PerfRow> sims;  ///< per size; only when compiled
+  std::vector<support::SizeResult> sims;  ///< per size; only when compiled
   /// The model call whose reply proposed it (0: none). The program's origin is the one it was
   /// first stored with; `origin` above is also kept per candidate.
   Id model_call_id = 0;
@@ -92,7 +84,7 @@ struct StoredCandidate {
   bool compiled = false;
   std::string diagnostics;
   std::string schedule_hash;
-  std::vector<PerfRow> sims;  ///< the candidate's model, at the run's sizes, ascending
+  std::vector<support::SizeResult> sims;  ///< the candidate's model, at the run's sizes, ascending
 };
 
 /// The outcome of compiling a program for a topology and collective (the compile cache).
@@ -111,7 +103,7 @@ struct BestEntry {
   Id run_id = 0;
   Id program_id = 0;
   std::string schedule_hash;
-  PerfRow perf;
+  support::SizeResult perf;
 };
 
 struct ProgramInfo {
@@ -142,7 +134,7 @@ struct ResultRow {
   Id program_id = 0;
   std::string origin, topology, collective, model, schedule_hash;
   std::string recorded_at;  ///< when the candidate was committed, ISO 8601 UTC
-  PerfRow perf;
+  support::SizeResult perf;
 };
 
 /// One call to a language model, as recorded by the proposer (docs/llm.md). The request is
@@ -181,7 +173,7 @@ struct ComparisonContender {
   std::int64_t schedule_chunks = 0, schedule_steps = 0;
   double synthesis_s = 0;  ///< time to build its schedule (search, solver, construction)
   std::string status;      ///< how it was built: "optimal", "time limit, gap 3%", a note, ...
-  std::vector<PerfRow> results;
+  std::vector<support::SizeResult> results;
   std::vector<std::string> choices;  ///< per result: what ran at that size ("ring/LL", ...)
 };
 
@@ -259,8 +251,9 @@ class Store {
                                                     Id topology_id,
                                                     const std::string& collective) const;
   /// Cached simulation of a schedule (by hash) on a topology and model, if any.
-  std::optional<std::vector<PerfRow>> cached_sims(const std::string& schedule_hash, Id topology_id,
-                                                  const std::string& model) const;
+  std::optional<std::vector<support::SizeResult>> cached_sims(const std::string& schedule_hash,
+                                                              Id topology_id,
+                                                              const std::string& model) const;
 
   /// Best result per size over all runs matching the filter (lowest time_us; ties: earliest).
   std::vector<BestEntry> best(const HistoryFilter& filter,
@@ -277,14 +270,14 @@ class Store {
     std::string schedule_hash;
     std::string backend;    ///< non-empty: measured on hardware with this backend (model empty)
     std::string host_info;  ///< hardware rows only
-    PerfRow perf;
+    support::SizeResult perf;
   };
   std::vector<ProgramResult> program_results(Id program_id) const;
 
   /// Hardware measurements and model calls (written by later features; readable now).
   /// record_hw_result needs the schedule stored first (record_candidate or put_schedule).
   void record_hw_result(const std::string& schedule_hash, Id topology_id,
-                        const std::string& backend, const PerfRow& perf,
+                        const std::string& backend, const support::SizeResult& perf,
                         const std::string& host_info);
   /// Records a model call (call.id and called_at ignored); returns its id.
   Id record_model_call(const ModelCall& call);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "optiflow/support/collective.hpp"
+#include "optiflow/support/size_result.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::propose {
@@ -33,14 +34,6 @@ struct ProposalContext {
   std::uint64_t seed = 0;        ///< the run's seed (requests carry their own)
 };
 
-/// How a parent program did at one size.
-struct SizeResult {
-  std::uint64_t size_bytes = 0;
-  double time_us = 0;
-  double bound_ratio = 0;  ///< time / lower bound (1 = optimal)
-  bool measured = false;   ///< run on real hardware (explore --hw); else simulated
-};
-
 /// The busiest and the idlest links of a parent at the largest size, as node ids.
 struct LinkNote {
   std::string from, to;
@@ -49,8 +42,10 @@ struct LinkNote {
 
 struct Parent {
   std::string source;
-  std::vector<SizeResult> results;  ///< empty when it did not compile
-  std::string diagnostics;          ///< the compiler's message when it did not compile
+  /// How it did at each size, against the bound (measured on hardware with explore --hw);
+  /// empty when it did not compile.
+  std::vector<support::SizeResult> results;
+  std::string diagnostics;  ///< the compiler's message when it did not compile
   std::vector<LinkNote> busiest_links, idle_links;
   /// The chain of steps that sets the time, at the smallest and the largest size, e.g.
   /// "at 1K: 15 steps through ranks 0 1 2 ...; at 1G: ...".

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "optiflow/schedule/schedule.hpp"
+#include "optiflow/support/size_result.hpp"
 #include "optiflow/topology/protocol.hpp"
 #include "optiflow/topology/topology.hpp"
 
@@ -72,12 +73,10 @@ struct LinkUsage {
   double utilisation = 0;  ///< bytes / (bandwidth * collective time)
 };
 
-struct SimResult {
-  std::uint64_t size_bytes = 0;
+/// The per-size result (size, time, bandwidths; the bound is the caller's to add) and what the
+/// simulation saw on the way.
+struct SimResult : support::SizeResult {
   topology::Protocol protocol = topology::Protocol::simple;  ///< the protocol it ran with
-  double time_us = 0;
-  double algbw_GBps = 0;
-  double busbw_GBps = 0;
   std::vector<CriticalStep> critical_path;
   std::vector<LinkUsage> links;          ///< every link that carried data, by link id
   std::vector<TransferRecord> timeline;  ///< when SimOptions::record_timeline
