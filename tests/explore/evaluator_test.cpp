@@ -22,7 +22,10 @@ Compiled compile(const std::string& program, const topology::Topology& topo,
 TEST(ExploreEvaluator, CompilesAndVerifiesACandidate) {
   const Compiled c = compile("ring over all\n", topology::make_a100(2));
   EXPECT_TRUE(c.ok) << c.diagnostics;
-  EXPECT_GT(c.steps, 0);
+  // 16 ranks, one chunk each; every chunk makes 15 hops, each hop a send on one rank and a
+  // receive on the next.
+  EXPECT_EQ(c.chunks, 16);
+  EXPECT_EQ(c.steps, 2 * 16 * 15);
   EXPECT_FALSE(c.schedule_hash.empty());
 }
 
