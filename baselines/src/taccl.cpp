@@ -152,6 +152,49 @@ std::string stage_line(const taccl::StageReport& r, const std::string& unit) {
 
 }  // namespace
 
+namespace taccl {
+namespace {
+
+constexpr double kOptimalGap = 1e-6;  // an optimum with a larger gap stopped at --gap
+
+// The stage's status as TACCL's reports word it.
+std::string status_text(const mip::Solution& solution) {
+  switch (solution.status) {
+    case mip::Status::optimal:
+      return solution.gap() > kOptimalGap ? "optimal within the gap limit" : "optimal";
+    case mip::Status::feasible:
+      return solution.from_start ? "feasible (time limit; the heuristic start)"
+                                 : "feasible (time limit)";
+    case mip::Status::infeasible:
+      return "infeasible";
+    case mip::Status::no_solution:
+      break;
+  }
+  return "no solution (time limit)";
+}
+
+}  // namespace
+
+mip::Solution solve_stage(const mip::Model& model, const SynthesisOptions& options,
+                          StageReport& report, const std::vector<double>* start) {
+  mip::Limits limits;
+  limits.time_s = options.time_limit_s;
+  limits.gap = options.gap_limit;
+  // Always a progress function, even a silent one: the event handler it brings is part of
+  // how CBC searches (mip::solve), and TACCL's solves have always had one.
+  const mip::Progress progress = [&options](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  mip::Solution solution = mip::solve(model, limits, progress, start);
+  report.status = status_text(solution);
+  if (solution.found()) report.gap = solution.gap();
+  report.objective = solution.objective;
+  report.seconds = solution.seconds;
+  return solution;
+}
+
+}  // namespace taccl
+
 Synthesized taccl_synthesize(const topology::Topology& topology, support::Collective collective,
                              const SynthesisOptions& options) {
   const auto begin = std::chrono::steady_clock::now();

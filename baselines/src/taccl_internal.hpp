@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "mip.hpp"
 #include "optiflow/baselines/synthesis.hpp"
 #include "optiflow/baselines/taccl.hpp"
 #include "optiflow/topology/taccl_topology.hpp"
@@ -71,6 +72,12 @@ struct StageReport {
   int columns = 0, rows = 0, integers = 0;
   bool optimal() const { return status.rfind("optimal", 0) == 0; }
 };
+
+/// Solves one stage's MILP under options' time and gap limits, CBC's incumbents going to
+/// options.progress, and records its status, gap, objective and time in `report`. A feasible
+/// `start` is CBC's first incumbent.
+mip::Solution solve_stage(const mip::Model& model, const SynthesisOptions& options,
+                          StageReport& report, const std::vector<double>* start = nullptr);
 
 /// The chunks of an All-Gather chunked up: chunk c starts on rank c / chunkup.
 struct ChunkSpace {

@@ -12,13 +12,15 @@
 #include <numeric>
 #include <optional>
 
+#include "mip.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/strings.hpp"
 #include "taccl_internal.hpp"
-#include "taccl_solver.hpp"
 
 namespace optiflow::baselines::taccl {
 namespace {
+
+using mip::Expr;
 
 constexpr double kMu = 0.01;  // TACCL's weight of the secondary objective (routing.py: mu)
 
@@ -56,7 +58,7 @@ class RoutingModel {
     big_m_ = horizon_ + max_cost;
   }
 
-  MipResult solve(const SynthesisOptions& options, StageReport& report, Routing& routing) {
+  mip::Solution solve(const SynthesisOptions& options, StageReport& report, Routing& routing) {
     restrict_links();
     apply_symmetry();
     make_columns();
@@ -69,9 +71,8 @@ class RoutingModel {
           "taccl: routing MILP: %d chunks, %d links, %d columns (%d binary), %d rows",
           space_.chunks(), links_, report.columns, report.integers, report.rows));
     const std::optional<std::vector<double>> start = heuristic_start();
-    MipResult result = mip_.solve(options.time_limit_s, options.gap_limit, options.progress,
-                                  start ? &*start : nullptr);
-    if (result.has_solution) extract(result, routing);
+    mip::Solution result = solve_stage(mip_, options, report, start ? &*start : nullptr);
+    if (result.found()) extract(result, routing);
     return result;
   }
 
@@ -348,14 +349,14 @@ class RoutingModel {
 
   std::vector<int> cheapest_tree(int c) const {
     const auto ranks = static_cast<std::size_t>(logical_.ranks);
-    std::vector<double> dist(ranks, Mip::kInf);
+    std::vector<double> dist(ranks, mip::kInf);
     std::vector<int> via(ranks, -1);
     std::vector<char> done(ranks, 0);
     dist[static_cast<std::size_t>(space_.owner(c))] = 0;
     for (std::size_t round = 0; round < ranks; ++round) {
       int u = -1;
       for (std::size_t r = 0; r < ranks; ++r)
-        if (!done[r] && dist[r] < Mip::kInf &&
+        if (!done[r] && dist[r] < mip::kInf &&
             (u < 0 || dist[r] < dist[static_cast<std::size_t>(u)]))
           u = static_cast<int>(r);
       if (u < 0) break;
@@ -371,7 +372,7 @@ class RoutingModel {
       }
     }
     for (std::size_t r = 0; r < ranks; ++r)
-      if (dist[r] >= Mip::kInf) return {};
+      if (dist[r] >= mip::kInf) return {};
     return via;
   }
 
@@ -419,7 +420,7 @@ class RoutingModel {
     return std::nullopt;
   }
 
-  void extract(const MipResult& result, Routing& routing) const {
+  void extract(const mip::Solution& result, Routing& routing) const {
     auto value = [&](const Expr& e) {
       double v = e.constant;
       for (const auto& [col, coef] : e.terms)
@@ -452,7 +453,7 @@ class RoutingModel {
   int time_ = -1;
   std::optional<int> max_util_;
   std::vector<std::pair<int, int>> at_all_;  // (column, link) of uc-min/uc-max's "used at all"
-  Mip mip_;
+  mip::Model mip_{/*merge_identical_rows=*/true};  // the symmetry makes many
 };
 
 }  // namespace
@@ -462,19 +463,16 @@ Routing solve_routing(const LogicalTopology& logical, const TacclSketch& sketch,
   Routing routing;
   routing.report.name = "routing";
   RoutingModel model(logical, sketch, space);
-  const MipResult result = model.solve(options, routing.report, routing);
-  routing.report.status = result.status;
-  routing.report.gap = result.gap;
-  routing.report.objective = result.objective;
-  routing.report.seconds = result.seconds;
-  if (result.status == "infeasible")
+  const mip::Solution result = model.solve(options, routing.report, routing);
+  if (result.status == mip::Status::infeasible)
     throw support::InputError(
         support::SourceLocation{sketch.source, 0, 0, {}},
         "taccl: the routing MILP is infeasible: the sketch's rules (relay map, symmetry offsets) "
         "leave no way to bring every chunk to every GPU");
-  if (!result.has_solution)
+  if (!result.found())
     throw support::InputError(support::SourceLocation{sketch.source, 0, 0, {}},
-                              "taccl: the routing MILP found no solution (" + result.status +
+                              "taccl: the routing MILP found no solution (" +
+                                  routing.report.status +
                                   "); raise --time-limit or loosen the sketch");
   return routing;
 }

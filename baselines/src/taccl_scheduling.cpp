@@ -9,13 +9,15 @@
 #include <algorithm>
 #include <map>
 
+#include "mip.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/strings.hpp"
 #include "taccl_internal.hpp"
-#include "taccl_solver.hpp"
 
 namespace optiflow::baselines::taccl {
 namespace {
+
+using mip::Expr;
 
 constexpr int kMaxContiguous = 6;  // scheduler.py: max_contig
 
@@ -31,7 +33,7 @@ class ScheduleModel {
     big_m_ = 2 * horizon_;
   }
 
-  MipResult solve(const SynthesisOptions& options, StageReport& report, Schedule& schedule) {
+  mip::Solution solve(const SynthesisOptions& options, StageReport& report, Schedule& schedule) {
     make_columns();
     decide_groupable();
     add_rows();
@@ -42,8 +44,8 @@ class ScheduleModel {
       options.progress(support::strprintf(
           "taccl: scheduling MILP: %d columns (%d binary: sends that may go together), %d rows",
           report.columns, report.integers, report.rows));
-    MipResult result = mip_.solve(options.time_limit_s, options.gap_limit, options.progress);
-    if (result.has_solution) extract(result, schedule);
+    mip::Solution result = solve_stage(mip_, options, report);
+    if (result.found()) extract(result, schedule);
     return result;
   }
 
@@ -176,7 +178,7 @@ class ScheduleModel {
     }
   }
 
-  void extract(const MipResult& result, Schedule& schedule) const {
+  void extract(const mip::Solution& result, Schedule& schedule) const {
     auto value = [&](const Expr& e) {
       double v = e.constant;
       for (const auto& [col, coef] : e.terms)
@@ -212,7 +214,7 @@ class ScheduleModel {
   int time_ = -1;
   std::map<std::pair<int, int>, int> send_, start_;
   std::map<std::tuple<int, int, int>, int> together_;
-  Mip mip_;
+  mip::Model mip_{/*merge_identical_rows=*/true};
 };
 
 }  // namespace
@@ -223,15 +225,11 @@ Schedule solve_schedule(const LogicalTopology& logical, const ChunkSpace& space,
   Schedule schedule;
   schedule.report.name = "scheduling";
   ScheduleModel model(logical, space, routing, ordering);
-  const MipResult result = model.solve(options, schedule.report, schedule);
-  schedule.report.status = result.status;
-  schedule.report.gap = result.gap;
-  schedule.report.objective = result.objective;
-  schedule.report.seconds = result.seconds;
-  if (!result.has_solution)
-    throw support::InputError(
-        support::SourceLocation{"taccl", 0, 0, {}},
-        "taccl: the scheduling MILP found no solution (" + result.status + "); raise --time-limit");
+  const mip::Solution result = model.solve(options, schedule.report, schedule);
+  if (!result.found())
+    throw support::InputError(support::SourceLocation{"taccl", 0, 0, {}},
+                              "taccl: the scheduling MILP found no solution (" +
+                                  schedule.report.status + "); raise --time-limit");
   return schedule;
 }
 

@@ -100,17 +100,17 @@ class Synthesis {
   }
 
   static std::string outcome(const Solved& s) {
-    switch (s.outcome) {
-      case Solved::Outcome::optimal:
+    switch (s.status()) {
+      case mip::Status::optimal:
         return "optimal";
-      case Solved::Outcome::feasible:
-        return s.time_limit ? "feasible (time limit)" : "feasible";
-      case Solved::Outcome::infeasible:
+      case mip::Status::feasible:
+        return s.solution.time_limit ? "feasible (time limit)" : "feasible";
+      case mip::Status::infeasible:
         return "infeasible";
-      case Solved::Outcome::no_solution:
+      case mip::Status::no_solution:
         break;
     }
-    return s.time_limit ? "no solution (time limit)" : "no solution";
+    return s.solution.time_limit ? "no solution (time limit)" : "no solution";
   }
 
   State from(const std::vector<teccl::Flow>& flows) const {
@@ -125,7 +125,7 @@ class Synthesis {
     int high = low + 1;
     Solved at_high = solve(high, Goal::all_by_horizon, false);
     while (!at_high.found()) {
-      if (at_high.outcome != Solved::Outcome::infeasible)
+      if (at_high.status() != mip::Status::infeasible)
         throw support::InputError(support::SourceLocation{topology_.name(), 0, 0, {}},
                                   "teccl: CLP stopped without solving the relaxation at " +
                                       std::to_string(high) + " epochs (raise --time-limit)");
@@ -177,7 +177,7 @@ class Synthesis {
         best = from(probe.flows);
         high = best.last_arrival();
       } else {
-        if (probe.outcome == Solved::Outcome::no_solution) ++unproven;
+        if (probe.status() == mip::Status::no_solution) ++unproven;
         low = mid;
       }
     }
@@ -189,7 +189,7 @@ class Synthesis {
     if (final_solve.found()) {
       best = from(final_solve.flows);
       result.solver.status = outcome(final_solve);
-      if (final_solve.outcome == Solved::Outcome::feasible && !final_solve.time_limit)
+      if (final_solve.status() == mip::Status::feasible && !final_solve.solution.time_limit)
         result.solver.status = "feasible (gap limit)";
       result.solver.gap = final_solve.gap();
     } else {
@@ -227,7 +227,7 @@ class Synthesis {
           state.add(f);
           ++sent;
         }
-      optimal += s.outcome == Solved::Outcome::optimal;
+      optimal += s.status() == mip::Status::optimal;
       if (s.found()) worst_gap = std::max(worst_gap, s.gap());
       say(support::strprintf(
           "A* round %d (epochs %d-%d): %s (%d columns), %d deliveries to "

@@ -3,9 +3,6 @@
 // docs/baselines.md ("TE-CCL") lists the variables and constraints and where this departs.
 #include "teccl_model.hpp"
 
-#include <CbcModel.hpp>
-#include <CoinPackedMatrix.hpp>
-#include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -150,50 +147,7 @@ int State::earliest(int q, topology::NodeId node) const {
   return best;
 }
 
-double Solved::gap() const {
-  if (outcome == Outcome::optimal || std::abs(objective) < 1e-9) return 0;
-  return std::abs(objective - bound) / std::abs(objective);
-}
-
 namespace {
-
-// The program in CoinPackedMatrix's row-ordered arrays.
-class ProgramBuilder {
- public:
-  int column(double lower, double upper, double cost) {
-    lower_.push_back(lower);
-    upper_.push_back(upper);
-    cost_.push_back(cost);
-    return static_cast<int>(cost_.size() - 1);
-  }
-  void add_cost(int col, double cost) { cost_[at(col)] += cost; }
-  void set_lower(int col, double lower) { lower_[at(col)] = lower; }
-  void row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
-    starts_.push_back(static_cast<CoinBigIndex>(indices_.size()));
-    for (const auto& [col, coefficient] : terms) {
-      indices_.push_back(col);
-      elements_.push_back(coefficient);
-    }
-    lengths_.push_back(static_cast<int>(terms.size()));
-    row_lower_.push_back(lower);
-    row_upper_.push_back(upper);
-  }
-  int columns() const { return static_cast<int>(cost_.size()); }
-  int rows() const { return static_cast<int>(row_lower_.size()); }
-
-  void load(OsiSolverInterface& solver) const {
-    const CoinPackedMatrix matrix(false, columns(), rows(),
-                                  static_cast<CoinBigIndex>(indices_.size()), elements_.data(),
-                                  indices_.data(), starts_.data(), lengths_.data());
-    solver.loadProblem(matrix, lower_.data(), upper_.data(), cost_.data(), row_lower_.data(),
-                       row_upper_.data());
-  }
-
- private:
-  std::vector<double> lower_, upper_, cost_, row_lower_, row_upper_, elements_;
-  std::vector<int> indices_, lengths_;
-  std::vector<CoinBigIndex> starts_;
-};
 
 // Builds the window's program: flow x(q, arc, t), buffer b(q, gpu, t) for GPUs that do not
 // hold q yet, the copy, switch, capacity and demand constraints, and the objective.
@@ -204,7 +158,7 @@ class WindowProgram {
     for (int q = 0; q < fabric_.commodities(); ++q) add_commodity(q);
     add_capacity();
   }
-  ProgramBuilder& program() { return program_; }
+  const mip::Model& program() const { return program_; }
   const std::vector<std::pair<int, Flow>>& flow_columns() const { return flows_; }
 
  private:
@@ -228,7 +182,7 @@ class WindowProgram {
     const double arrival_reward = window_.goal == Goal::feasible_only ? 0.0 : -1.0;
     for (topology::NodeId g : needy)
       for (int t = window_.first; t <= window_.horizon; ++t)
-        buffer[{g, t}] = program_.column(0, 1, arrival_reward);
+        buffer[{g, t}] = program_.add_column(0, 1, arrival_reward, integer_);
     std::map<std::pair<topology::NodeId, int>, std::vector<int>> arriving;  // node, epoch
     std::map<std::pair<topology::NodeId, int>, std::vector<int>> leaving;
     for (int t = window_.first; t < window_.end; ++t)
@@ -248,7 +202,7 @@ class WindowProgram {
           const bool given = std::binary_search(carried.begin(), carried.end(), t);
           if (!given && !arriving.contains({arc.from, t})) continue;
         }
-        const int col = program_.column(0, 1, 0);
+        const int col = program_.add_column(0, 1, 0, integer_);
         flows_.push_back({col, Flow{q, static_cast<int>(a), t}});
         arriving[{arc.to, lands}].push_back(col);
         leaving[{arc.from, t}].push_back(col);
@@ -260,10 +214,10 @@ class WindowProgram {
         if (t > window_.first) terms.push_back({buffer.at({g, t - 1}), -1.0});
         if (const auto in = arriving.find({g, t}); in != arriving.end())
           for (int col : in->second) terms.push_back({col, -1.0});
-        program_.row(terms, 0, 0);
+        program_.add_row(terms, 0, 0);
         if (const auto out = leaving.find({g, t}); out != leaving.end())
           for (int col : out->second)
-            program_.row({{col, 1.0}, {buffer.at({g, t}), -1.0}}, -1e30, 0);
+            program_.add_row({{col, 1.0}, {buffer.at({g, t}), -1.0}}, -1e30, 0);
       }
     for (const auto& [key, cols] : leaving) {
       const auto [node, t] = key;
@@ -275,20 +229,20 @@ class WindowProgram {
       for (int col : cols) {
         std::vector<std::pair<int, double>> terms{{col, 1.0}};
         for (int from : in) terms.push_back({from, -1.0});
-        program_.row(terms, -1e30, 0);
+        program_.add_row(terms, -1e30, 0);
       }
     }
     if (window_.goal == Goal::progress) reward_in_flight(needy, arriving);
     for (topology::NodeId g : needy) {
       const int final_buffer = buffer.at({g, window_.horizon});
       if (window_.goal != Goal::progress) {
-        program_.set_lower(final_buffer, 1);
+        program_.set_bounds(final_buffer, 1, 1);
         continue;
       }
       double worth = 0;
       for (topology::NodeId d : needy)
         if (d != g) worth += 1.0 / (1.0 + fabric_.reach[g][d]);
-      program_.add_cost(final_buffer, -kProgressWeight * worth);
+      program_.add_objective(final_buffer, -kProgressWeight * worth);
     }
   }
 
@@ -302,10 +256,10 @@ class WindowProgram {
       if (fabric_.is_gpu[node] || lands < window_.end) continue;
       double worth = 0;
       for (topology::NodeId d : needy) worth += 1.0 / (1.0 + fabric_.reach[node][d]);
-      const int ahead = program_.column(0, 1, -kProgressWeight * worth);
+      const int ahead = program_.add_column(0, 1, -kProgressWeight * worth, integer_);
       std::vector<std::pair<int, double>> terms{{ahead, 1.0}};
       for (int col : cols) terms.push_back({col, -1.0});
-      program_.row(terms, -1e30, 0);
+      program_.add_row(terms, -1e30, 0);
     }
   }
 
@@ -325,7 +279,7 @@ class WindowProgram {
             for (int col : it->second) terms.push_back({col, 1.0});
           }
         }
-        if (!terms.empty()) program_.row(terms, -1e30, limit - carried);
+        if (!terms.empty()) program_.add_row(terms, -1e30, limit - carried);
       }
     }
   }
@@ -334,75 +288,38 @@ class WindowProgram {
   const Fabric& fabric_;
   Window window_;
   bool integer_;
-  ProgramBuilder program_;
+  mip::Model program_;
   std::vector<std::pair<int, Flow>> flows_;
   std::map<std::pair<int, int>, std::vector<int>> by_arc_;
 };
 
-Solved extract(const std::vector<std::pair<int, Flow>>& columns, const double* x,
+// CBC's settings for TE-CCL: what its solves have always run with (its schedules depend on it).
+constexpr int kSeed = 12345;
+constexpr double kMinSeconds = 0.1;
+
+// The window's flows whose columns exceed `threshold` in the solution, if one was found.
+Solved extract(const std::vector<std::pair<int, Flow>>& columns, mip::Solution solution,
                double threshold) {
   Solved solved;
-  for (const auto& [col, flow] : columns)
-    if (x[col] > threshold) {
-      solved.flows.push_back(flow);
-      solved.values.push_back(x[col]);
-    }
+  if (solution.found())
+    for (const auto& [col, flow] : columns)
+      if (const double x = solution.values[at(col)]; x > threshold) {
+        solved.flows.push_back(flow);
+        solved.values.push_back(x);
+      }
+  solved.solution = std::move(solution);
   return solved;
 }
 
-Solved solve_linear(WindowProgram& built, const SynthesisOptions& options) {
-  OsiClpSolverInterface solver;
-  solver.messageHandler()->setLogLevel(0);
-  built.program().load(solver);
-  solver.getModelPtr()->setMaximumSeconds(options.time_limit_s);
-  solver.initialSolve();
-  Solved solved;
-  if (solver.isProvenOptimal()) {
-    solved = extract(built.flow_columns(), solver.getColSolution(), 1e-7);
-    solved.outcome = Solved::Outcome::optimal;
-    solved.objective = solved.bound = solver.getObjValue();
-  } else {
-    solved.outcome = solver.isProvenPrimalInfeasible() ? Solved::Outcome::infeasible
-                                                       : Solved::Outcome::no_solution;
-    solved.time_limit = solver.isIterationLimitReached() || !solver.isProvenPrimalInfeasible();
-  }
-  return solved;
-}
-
-Solved solve_integer(WindowProgram& built, const Window& window, const SynthesisOptions& options) {
-  OsiClpSolverInterface solver;
-  solver.messageHandler()->setLogLevel(0);
-  built.program().load(solver);
-  for (int col = 0; col < built.program().columns(); ++col) solver.setInteger(col);
-  CbcModel model(solver);
-  model.messageHandler()->setLogLevel(0);
-  CbcMain0(model);
-  const std::string seconds = support::strprintf("%g", std::max(0.1, options.time_limit_s));
-  const std::string ratio = support::strprintf("%g", std::max(0.0, options.gap_limit));
-  // Wall-clock seconds (CBC counts CPU time unless told), a fixed seed, one thread.
-  std::vector<const char*> args{"teccl",       "-log",     "0",    "-slog",         "0",
-                                "-timeM",      "elapsed",  "-sec", seconds.c_str(), "-ratio",
-                                ratio.c_str(), "-randomC", "12345"};
-  if (window.goal == Goal::feasible_only) {
-    args.push_back("-maxSo");
-    args.push_back("1");
-  }
-  args.push_back("-solve");
-  args.push_back("-quit");
-  CbcMain1(static_cast<int>(args.size()), args.data(), model);
-  Solved solved;
-  const double* best = model.bestSolution();
-  if (best && model.getMinimizationObjValue() < 1e49) {
-    solved = extract(built.flow_columns(), best, 0.5);
-    solved.outcome = model.isProvenOptimal() ? Solved::Outcome::optimal : Solved::Outcome::feasible;
-    solved.objective = model.getObjValue();
-    solved.bound = model.getBestPossibleObjValue();
-  } else {
-    solved.outcome =
-        model.isProvenInfeasible() ? Solved::Outcome::infeasible : Solved::Outcome::no_solution;
-  }
-  solved.time_limit = model.isSecondsLimitReached();
-  return solved;
+Solved solve_integer(const WindowProgram& built, const Window& window,
+                     const SynthesisOptions& options) {
+  mip::Limits limits;
+  limits.time_s = std::max(kMinSeconds, options.time_limit_s);
+  limits.gap = options.gap_limit;
+  limits.seed = kSeed;
+  if (window.goal == Goal::feasible_only) limits.max_solutions = 1;  // the epoch search's probes
+  limits.settings = mip::Settings::bare_table;
+  return extract(built.flow_columns(), mip::solve(built.program(), limits), 0.5);
 }
 
 }  // namespace
@@ -411,7 +328,10 @@ Solved solve_window(const State& state, const Window& window, bool integer,
                     const SynthesisOptions& options) {
   WindowProgram built(state, window, integer);
   const int columns = built.program().columns(), rows = built.program().rows();
-  Solved solved = integer ? solve_integer(built, window, options) : solve_linear(built, options);
+  Solved solved = integer
+                      ? solve_integer(built, window, options)
+                      : extract(built.flow_columns(),
+                                mip::solve_relaxation(built.program(), options.time_limit_s), 1e-7);
   solved.columns = columns;
   solved.rows = rows;
   return solved;

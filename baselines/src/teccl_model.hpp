@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mip.hpp"
 #include "optiflow/baselines/synthesis.hpp"
 #include "optiflow/schedule/epoch_transfers.hpp"
 #include "optiflow/topology/topology.hpp"
@@ -103,15 +104,15 @@ struct Window {
 };
 
 struct Solved {
-  enum class Outcome { optimal, feasible, infeasible, no_solution } outcome = Outcome::no_solution;
-  bool time_limit = false;
+  mip::Solution solution;
   std::vector<Flow> flows;     ///< integer flows (MILP), or those with a positive value (LP)
   std::vector<double> values;  ///< per flow: its value in the solution
-  double objective = 0, bound = 0;
   int columns = 0, rows = 0;
-  bool found() const { return outcome == Outcome::optimal || outcome == Outcome::feasible; }
-  /// Relative gap |objective - bound| / |objective|, 0 when optimal.
-  double gap() const;
+  mip::Status status() const { return solution.status; }
+  bool found() const { return solution.found(); }
+  /// The relative gap, 0 when optimal: TE-CCL's reports have always said 0 for a proven
+  /// optimum, even where CBC stopped within its cutoff increment.
+  double gap() const { return status() == mip::Status::optimal ? 0 : solution.gap(); }
 };
 
 /// Completes `state` epoch by epoch from `first_epoch`: each epoch, every GPU that holds a
