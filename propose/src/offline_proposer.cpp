@@ -34,61 +34,71 @@ class Dice {
 };
 
 Expr number(std::int64_t value) {
-  return Expr{Expr::Kind::number, support::Rational(value), {}, {}, {}};
+  return Expr::make_number(support::Rational(value));
 }
 
 void collect(Block& block, std::vector<Statement*>& out,
              const std::function<bool(const Statement&)>& keep) {
   for (Statement& s : block) {
     if (keep(s)) out.push_back(&s);
-    collect(s.body, out, keep);
-    for (auto& branch : s.branches) collect(branch.body, out, keep);
+    if (auto* split = s.get_if<dsl::SplitEven>()) collect(split->body, out, keep);
+    if (auto* split = s.get_if<dsl::SplitWeighted>())
+      for (auto& branch : split->branches) collect(branch.body, out, keep);
   }
 }
 
 std::vector<Statement*> steps_of(Program& p) {
   std::vector<Statement*> out;
-  collect(p.body, out, [](const Statement& s) { return s.kind == Statement::Kind::step; });
+  collect(p.body, out, [](const Statement& s) { return s.is<dsl::Step>(); });
   return out;
 }
 
-Statement* setting(Program& p, Statement::Kind kind) {
+dsl::Step& step(Statement* s) {
+  return std::get<dsl::Step>(s->node);
+}
+
+// The top-level `pipeline` or `channels` statement (dsl::Pipeline, dsl::Channels).
+template <typename Setting>
+Setting* setting(Program& p) {
   for (Statement& s : p.body)
-    if (s.kind == kind) return &s;
+    if (auto* found = s.get_if<Setting>()) return found;
   return nullptr;
 }
 
-void set_setting(Program& p, Statement::Kind kind, std::int64_t value) {
-  if (Statement* s = setting(p, kind)) {
+template <typename Setting>
+void set_setting(Program& p, std::int64_t value) {
+  if (Setting* s = setting<Setting>(p)) {
     s->value = number(value);
     return;
   }
-  Statement s;
-  s.kind = kind;
-  s.value = number(value);
-  p.body.insert(p.body.begin(), std::move(s));
+  p.body.insert(p.body.begin(), Statement{Setting{number(value)}, {}});
 }
 
-std::int64_t setting_value(Program& p, Statement::Kind kind) {
-  const Statement* s = setting(p, kind);
+template <typename Setting>
+std::int64_t setting_value(Program& p) {
+  const Setting* s = setting<Setting>(p);
   return s && s->value.kind == Expr::Kind::number && s->value.number.is_integer()
              ? s->value.number.num()
              : 1;
 }
 
+bool is_setting(const Statement& s) {
+  return s.is<dsl::Pipeline>() || s.is<dsl::Channels>();
+}
+
 // --- mutations: each returns false when it does not apply to this program ------------------
 
 bool mutate_pipeline(Program& p, Dice& dice) {
-  const std::int64_t now = setting_value(p, Statement::Kind::pipeline);
+  const std::int64_t now = setting_value<dsl::Pipeline>(p);
   const std::vector<std::int64_t> options{1, 2, 4, 8, 16};
   std::int64_t next = dice.pick(options);
   if (next == now) next = now >= 16 ? 8 : now * 2;
-  set_setting(p, Statement::Kind::pipeline, next);
+  set_setting<dsl::Pipeline>(p, next);
   return true;
 }
 
 bool mutate_channels(Program& p, Dice& dice) {
-  set_setting(p, Statement::Kind::channels, dice.pick(std::vector<std::int64_t>{1, 2, 4}));
+  set_setting<dsl::Channels>(p, dice.pick(std::vector<std::int64_t>{1, 2, 4}));
   return true;
 }
 
@@ -98,7 +108,7 @@ bool mutate_pattern(Program& p, Dice& dice) {
   static const std::vector<Pattern> kPatterns{
       Pattern::ring,   Pattern::direct, Pattern::binomial, Pattern::bruck, Pattern::rd,
       Pattern::binary, Pattern::dbtree, Pattern::kary,     Pattern::chain, Pattern::bfs};
-  Statement& s = *steps[dice.below(steps.size())];
+  dsl::Step& s = step(steps[dice.below(steps.size())]);
   s.pattern = dice.pick(kPatterns);
   s.arity = s.pattern == Pattern::kary ? static_cast<int>(2 + dice.below(7)) : 0;
   return true;
@@ -107,7 +117,7 @@ bool mutate_pattern(Program& p, Dice& dice) {
 bool mutate_reverse(Program& p, Dice& dice) {
   auto steps = steps_of(p);
   if (steps.empty()) return false;
-  Statement& s = *steps[dice.below(steps.size())];
+  dsl::Step& s = step(steps[dice.below(steps.size())]);
   s.reverse = !s.reverse;
   return true;
 }
@@ -115,7 +125,7 @@ bool mutate_reverse(Program& p, Dice& dice) {
 bool mutate_groups(Program& p, Dice& dice) {
   auto steps = steps_of(p);
   if (steps.empty()) return false;
-  Statement& s = *steps[dice.below(steps.size())];
+  dsl::Step& s = step(steps[dice.below(steps.size())]);
   s.groups = GroupSpec{};
   s.groups.kind = dice.pick(std::vector<GroupSpec::Kind>{
       GroupSpec::Kind::all, GroupSpec::Kind::hosts, GroupSpec::Kind::rails});
@@ -130,10 +140,9 @@ bool mutate_weights(Program& p, Dice& dice) {
     for (Expr& a : e.args) find(a);
   };
   std::vector<Statement*> splits;
-  collect(p.body, splits,
-          [](const Statement& s) { return s.kind == Statement::Kind::split_weighted; });
+  collect(p.body, splits, [](const Statement& s) { return s.is<dsl::SplitWeighted>(); });
   for (Statement* s : splits)
-    for (auto& branch : s->branches) find(branch.weight);
+    for (auto& branch : s->get_if<dsl::SplitWeighted>()->branches) find(branch.weight);
   if (literals.empty()) return false;
   Expr& e = *literals[dice.below(literals.size())];
   const auto factor =
@@ -149,14 +158,15 @@ bool mutate_order(Program& p, Dice& dice) {
   std::vector<Statement*> nested;
   collect(p.body, nested, [](const Statement&) { return true; });
   for (Statement* s : nested) {
-    if (!s->body.empty()) blocks.push_back(&s->body);
-    for (auto& b : s->branches) blocks.push_back(&b.body);
+    if (auto* split = s->get_if<dsl::SplitEven>(); split && !split->body.empty())
+      blocks.push_back(&split->body);
+    if (auto* split = s->get_if<dsl::SplitWeighted>())
+      for (auto& b : split->branches) blocks.push_back(&b.body);
   }
   Block& block = *blocks[dice.below(blocks.size())];
   std::vector<std::size_t> swappable;
   for (std::size_t i = 0; i + 1 < block.size(); ++i)
-    if (block[i].kind == Statement::Kind::step && block[i + 1].kind == Statement::Kind::step)
-      swappable.push_back(i);
+    if (block[i].is<dsl::Step>() && block[i + 1].is<dsl::Step>()) swappable.push_back(i);
   if (swappable.empty()) return false;
   const std::size_t i = dice.pick(swappable);
   std::swap(block[i], block[i + 1]);
@@ -169,11 +179,8 @@ bool mutate_bidirectional(Program& p, Dice& dice) {
   if (steps.empty()) return false;
   Statement& s = *steps[dice.below(steps.size())];
   Statement forward = s, backward = s;
-  backward.reverse = !backward.reverse;
-  Statement split;
-  split.kind = Statement::Kind::split_weighted;
-  split.branches = {{number(1), {forward}}, {number(1), {backward}}};
-  s = std::move(split);
+  step(&backward).reverse = !step(&backward).reverse;
+  s = Statement{dsl::SplitWeighted{{{number(1), {forward}}, {number(1), {backward}}}}, {}};
   return true;
 }
 
@@ -182,20 +189,12 @@ bool mutate_avoid_busiest(Program& p, Dice& dice, const Parent& parent) {
   if (parent.busiest_links.empty()) return false;
   const LinkNote& link =
       parent.busiest_links[dice.below(std::min<std::size_t>(2, parent.busiest_links.size()))];
-  Statement avoid;
-  avoid.kind = Statement::Kind::avoid;
-  avoid.links = {{link.from, link.to, false}};
-  Statement tree;
-  tree.kind = Statement::Kind::step;
-  tree.pattern = Pattern::bfs;
+  const Statement avoid{dsl::Avoid{{{link.from, link.to, false}}}, {}};
+  const Statement tree{dsl::Step{Pattern::bfs, 0, {}, false}, {}};
   Block settings, rest;
-  for (Statement& s : p.body)
-    (s.kind == Statement::Kind::pipeline || s.kind == Statement::Kind::channels ? settings : rest)
-        .push_back(s);
-  Statement split;
-  split.kind = Statement::Kind::split_weighted;
-  split.branches = {{number(4), std::move(rest)}, {number(1), {avoid, tree}}};
-  settings.push_back(std::move(split));
+  for (Statement& s : p.body) (is_setting(s) ? settings : rest).push_back(s);
+  settings.push_back(Statement{
+      dsl::SplitWeighted{{{number(4), std::move(rest)}, {number(1), {avoid, tree}}}}, {}});
   p.body = std::move(settings);
   return true;
 }
@@ -210,18 +209,15 @@ bool mutate_for_weakest_size(Program& p, Dice& dice, const Parent& parent) {
     return mutate_pipeline(p, dice);
   auto steps = steps_of(p);
   if (steps.empty()) return false;
-  steps[dice.below(steps.size())]->pattern = dice.chance(50) ? Pattern::bruck : Pattern::rd;
+  step(steps[dice.below(steps.size())]).pattern = dice.chance(50) ? Pattern::bruck : Pattern::rd;
   return true;
 }
 
 Program crossover(Program a, Program b, Dice& dice) {
   Block settings, body_a, body_b;
-  for (Statement& s : a.body)
-    (s.kind == Statement::Kind::pipeline || s.kind == Statement::Kind::channels ? settings : body_a)
-        .push_back(s);
+  for (Statement& s : a.body) (is_setting(s) ? settings : body_a).push_back(s);
   for (Statement& s : b.body)
-    if (s.kind != Statement::Kind::pipeline && s.kind != Statement::Kind::channels)
-      body_b.push_back(s);
+    if (!is_setting(s)) body_b.push_back(s);
   Program child;
   child.body = std::move(settings);
   if (dice.chance(50) && !body_a.empty() && !body_b.empty()) {
@@ -233,11 +229,11 @@ Program crossover(Program a, Program b, Dice& dice) {
     child.body.insert(child.body.end(), joined.begin(), joined.end());
   } else {
     // Both at once, each carrying part of the data.
-    Statement split;
-    split.kind = Statement::Kind::split_weighted;
-    split.branches = {{number(1 + static_cast<std::int64_t>(dice.below(3))), std::move(body_a)},
-                      {number(1), std::move(body_b)}};
-    child.body.push_back(std::move(split));
+    child.body.push_back(
+        Statement{dsl::SplitWeighted{
+                      {{number(1 + static_cast<std::int64_t>(dice.below(3))), std::move(body_a)},
+                       {number(1), std::move(body_b)}}},
+                  {}});
   }
   return child;
 }

@@ -90,10 +90,11 @@ class Evaluator {
     std::int32_t depth = 1;
     try {
       for (const dsl::Statement& s : program.body) {
-        if (s.kind == dsl::Statement::Kind::let) scope.vars[s.var] = number(s.value, scope, -1);
-        if (s.kind == dsl::Statement::Kind::pipeline)
-          depth =
-              static_cast<std::int32_t>(integer(s.value, scope, -1, 1, kMaxPipeline, "pipeline"));
+        if (const auto* let = s.get_if<dsl::Let>())
+          scope.vars[let->name] = number(let->value, scope, -1);
+        if (const auto* pipeline = s.get_if<dsl::Pipeline>())
+          depth = static_cast<std::int32_t>(
+              integer(pipeline->value, scope, -1, 1, kMaxPipeline, "pipeline"));
       }
     } catch (const dsl::DslError&) {
     }
@@ -200,61 +201,68 @@ class Evaluator {
     for (const dsl::Statement& s : block) run_statement(s, active, scope, top_level);
   }
 
+  // Where a statement runs: the pieces it governs, its block's scope, and whether that block is
+  // the program's top level.
+  struct At {
+    dsl::SourcePos pos;
+    std::vector<std::int32_t>& active;
+    Scope& scope;
+    bool top_level;
+  };
+
   void run_statement(const dsl::Statement& s, std::vector<std::int32_t>& active, Scope& scope,
                      bool top_level) {
-    switch (s.kind) {
-      case dsl::Statement::Kind::let:
-        scope.vars[s.var] = number(s.value, scope, -1);
-        return;
-      case dsl::Statement::Kind::pipeline:
-      case dsl::Statement::Kind::channels:
-        return setting(s, scope, top_level);
-      case dsl::Statement::Kind::protocol:
-        if (!top_level)
-          fail(s.pos, "'protocol' applies to the whole program: put it at the top level");
-        plan_.protocol = topology::protocol_from_string(s.var);
-        return;
-      case dsl::Statement::Kind::split_even:
-        return split_even(s, active, scope);
-      case dsl::Statement::Kind::split_weighted:
-        return split_weighted(s, active, scope);
-      case dsl::Statement::Kind::route:
-        return add_route(s, scope);
-      case dsl::Statement::Kind::avoid:
-        return add_avoid(s, scope);
-      case dsl::Statement::Kind::step:
-        return step(s, active, scope);
-    }
+    At at{s.pos, active, scope, top_level};
+    std::visit([&](const auto& kind) { run(kind, at); }, s.node);
   }
 
-  void setting(const dsl::Statement& s, const Scope& scope, bool top_level) {
-    const bool is_pipeline = s.kind == dsl::Statement::Kind::pipeline;
-    const char* name = is_pipeline ? "pipeline" : "channels";
-    if (!top_level)
-      fail(s.pos,
+  void run(const dsl::Let& s, const At& at) {
+    at.scope.vars[s.name] = number(s.value, at.scope, -1);
+  }
+  // final_pipeline() found the same depth before evaluation began, and the limits used it.
+  void run(const dsl::Pipeline& s, const At& at) {
+    plan_.pipeline = setting(s.value, at, "pipeline", kMaxPipeline);
+  }
+  void run(const dsl::Channels& s, const At& at) {
+    plan_.channels = setting(s.value, at, "channels", kMaxChannels);
+  }
+  void run(const dsl::Protocol& s, const At& at) {
+    if (!at.top_level)
+      fail(at.pos, "'protocol' applies to the whole program: put it at the top level");
+    plan_.protocol = topology::protocol_from_string(s.name);
+  }
+  void run(const dsl::SplitEven& s, const At& at) { split_even(s, at.pos, at.active, at.scope); }
+  void run(const dsl::SplitWeighted& s, const At& at) {
+    split_weighted(s, at.pos, at.active, at.scope);
+  }
+  void run(const dsl::Route& s, const At& at) { add_route(s, at.pos, at.scope); }
+  void run(const dsl::Avoid& s, const At& at) { add_avoid(s, at.pos, at.scope); }
+  void run(const dsl::Step& s, const At& at) { step(s, at.pos, at.active, at.scope); }
+
+  std::int32_t setting(const dsl::Expr& value, const At& at, const char* name, std::int64_t limit) {
+    if (!at.top_level)
+      fail(at.pos,
            std::string("'") + name + "' applies to the whole program: put it at the top level");
-    const std::int64_t limit = is_pipeline ? kMaxPipeline : kMaxChannels;
-    const std::int64_t value = integer(s.value, scope, -1, 1, limit, name);
-    // final_pipeline() found the same depth before evaluation began, and the limits used it.
-    (is_pipeline ? plan_.pipeline : plan_.channels) = static_cast<std::int32_t>(value);
+    return static_cast<std::int32_t>(integer(value, at.scope, -1, 1, limit, name));
   }
 
-  void split_even(const dsl::Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
+  void split_even(const dsl::SplitEven& s, dsl::SourcePos pos, std::vector<std::int32_t>& active,
+                  const Scope& scope) {
     const std::int64_t parts =
-        integer(s.value, scope, -1, 1, kMaxSplitParts, "the number of parts");
+        integer(s.parts, scope, -1, 1, kMaxSplitParts, "the number of parts");
     if (pieces_.size() + active.size() * static_cast<std::size_t>(parts) > limits_.max_pieces)
-      fail(s.pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
-                      " pieces");
+      fail(pos, "the program cuts the data into more than " + std::to_string(limits_.max_pieces) +
+                    " pieces");
     std::vector<support::Rational> weights(static_cast<std::size_t>(parts), support::Rational(1));
     std::vector<std::vector<std::int32_t>> per_part(static_cast<std::size_t>(parts));
     for (std::int32_t piece : active) {
-      const auto subs = split_piece(piece, weights, s.pos);
+      const auto subs = split_piece(piece, weights, pos);
       for (std::size_t i = 0; i < subs.size(); ++i) per_part[i].push_back(subs[i]);
     }
     std::vector<std::int32_t> result;
     for (std::int64_t i = 0; i < parts; ++i) {
       Scope inner = scope;
-      inner.vars[s.var] = support::Rational(i);
+      inner.vars[s.name] = support::Rational(i);
       auto& part = per_part[static_cast<std::size_t>(i)];
       run_block(s.body, part, inner, false);
       result.insert(result.end(), part.begin(), part.end());
@@ -262,8 +270,8 @@ class Evaluator {
     active = std::move(result);
   }
 
-  void split_weighted(const dsl::Statement& s, std::vector<std::int32_t>& active,
-                      const Scope& scope) {
+  void split_weighted(const dsl::SplitWeighted& s, dsl::SourcePos pos,
+                      std::vector<std::int32_t>& active, const Scope& scope) {
     std::vector<std::vector<std::int32_t>> per_branch(s.branches.size());
     for (std::int32_t piece : active) {
       const std::int32_t source = pieces_[static_cast<std::size_t>(piece)].source;
@@ -277,9 +285,9 @@ class Evaluator {
       }
       if (std::all_of(weights.begin(), weights.end(),
                       [](support::Rational w) { return w == support::Rational(0); }))
-        fail(s.pos, "every weight is 0 for the data of rank " + std::to_string(source) +
-                        ": give it a branch with a positive weight");
-      const auto subs = split_piece(piece, weights, s.pos);
+        fail(pos, "every weight is 0 for the data of rank " + std::to_string(source) +
+                      ": give it a branch with a positive weight");
+      const auto subs = split_piece(piece, weights, pos);
       for (std::size_t b = 0, k = 0; b < weights.size(); ++b)
         if (weights[b] > support::Rational(0)) per_branch[b].push_back(subs[k++]);
     }
@@ -329,7 +337,7 @@ class Evaluator {
     return it->second;
   }
 
-  void add_route(const dsl::Statement& s, Scope& scope) {
+  void add_route(const dsl::Route& s, dsl::SourcePos pos, Scope& scope) {
     const std::int32_t from = rank_of(s.from, scope), to = rank_of(s.to, scope);
     const topology::NodeId source = topo_.gpu_of_rank(from), destination = topo_.gpu_of_rank(to);
     std::vector<topology::NodeId> path{source};
@@ -343,8 +351,8 @@ class Evaluator {
     path.push_back(destination);
     for (std::size_t i = 0; i + 1 < path.size(); ++i)
       if (!has_link(path[i], path[i + 1]))
-        fail(s.pos, "route: no link from @" + topo_.node(path[i]).id + " to @" +
-                        topo_.node(path[i + 1]).id);
+        fail(pos, "route: no link from @" + topo_.node(path[i]).id + " to @" +
+                      topo_.node(path[i + 1]).id);
     scope.routes.push_back(RouteRule{from, to, intern_path(std::move(path))});
   }
 
@@ -361,16 +369,16 @@ class Evaluator {
     return it->second;
   }
 
-  void add_avoid(const dsl::Statement& s, Scope& scope) {
+  void add_avoid(const dsl::Avoid& s, dsl::SourcePos pos, Scope& scope) {
     for (const dsl::LinkRef& ref : s.links) {
-      const topology::NodeId a = node(ref.from, s.pos), b = node(ref.to, s.pos);
+      const topology::NodeId a = node(ref.from, pos), b = node(ref.to, pos);
       std::size_t found = 0;
       for (topology::LinkId l : topo_.out_links(a))
         if (topo_.link(l).dst == b) scope.avoided.insert(l), ++found;
       if (ref.both)
         for (topology::LinkId l : topo_.out_links(b))
           if (topo_.link(l).dst == a) scope.avoided.insert(l), ++found;
-      if (found == 0) fail(s.pos, "avoid: no link joins @" + ref.from + " and @" + ref.to);
+      if (found == 0) fail(pos, "avoid: no link joins @" + ref.from + " and @" + ref.to);
     }
     std::vector<topology::LinkId> set(scope.avoided.begin(), scope.avoided.end());
     auto [it, inserted] =
@@ -483,9 +491,9 @@ class Evaluator {
     std::vector<std::int32_t> group_of, position;    // per rank; position in the program's order
   };
 
-  StepGroups step_groups(const dsl::Statement& s, const Scope& scope) {
+  StepGroups step_groups(const dsl::Step& s, dsl::SourcePos pos, const Scope& scope) {
     StepGroups g;
-    g.members = groups(s.groups, scope, s.pos);
+    g.members = groups(s.groups, scope, pos);
     g.group_of.assign(static_cast<std::size_t>(n_), -1);
     g.position.assign(static_cast<std::size_t>(n_), -1);
     for (std::size_t k = 0; k < g.members.size(); ++k) {
@@ -501,12 +509,12 @@ class Evaluator {
     return g;
   }
 
-  void step(const dsl::Statement& s, std::vector<std::int32_t>& active, const Scope& scope) {
-    const StepGroups g = step_groups(s, scope);
+  void step(const dsl::Step& s, dsl::SourcePos pos, std::vector<std::int32_t>& active,
+            const Scope& scope) {
+    const StepGroups g = step_groups(s, pos, scope);
     const bool reversed = s.reverse && s.pattern != dsl::Pattern::bfs;
     ++stage_;
-    plan_.statements.push_back(
-        StatementPos{s.pos.line, s.pos.column, s.pattern == dsl::Pattern::pack});
+    plan_.statements.push_back(StatementPos{pos.line, pos.column, s.pattern == dsl::Pattern::pack});
     std::vector<std::int32_t> next;
     for (std::int32_t piece : active) {
       // The root of each group is its first carrier in the program's order.
@@ -527,7 +535,7 @@ class Evaluator {
         const Group group{g.members[k], g.sorted[k], reversed ? m - 1 - at : at};
         std::vector<std::int32_t> produced;
         for (std::int32_t p : current) {
-          const auto out = spread(s, group, p, scope);
+          const auto out = spread(s, pos, group, p, scope);
           produced.insert(produced.end(), out.begin(), out.end());
         }
         current = std::move(produced);
@@ -545,51 +553,50 @@ class Evaluator {
   };
 
   // Moves piece `index` from the group's root through it; returns the piece(s) it becomes.
-  std::vector<std::int32_t> spread(const dsl::Statement& s, const Group& group, std::int32_t index,
-                                   const Scope& scope) {
+  std::vector<std::int32_t> spread(const dsl::Step& s, dsl::SourcePos pos, const Group& group,
+                                   std::int32_t index, const Scope& scope) {
     const auto& members = group.members;
     const auto m = static_cast<std::int32_t>(members.size());
-    if (s.pattern == dsl::Pattern::scatter) return scatter(s, group, index, scope);
-    if (s.pattern == dsl::Pattern::pack) return move_along_packing(s, group, index, scope);
+    if (s.pattern == dsl::Pattern::scatter) return scatter(pos, group, index, scope);
+    if (s.pattern == dsl::Pattern::pack) return move_along_packing(s, pos, group, index, scope);
     if (s.pattern == dsl::Pattern::dbtree) {
-      const auto halves = split_piece(index, {support::Rational(1), support::Rational(1)}, s.pos);
-      move_along(s, members, pattern_tree(dsl::Pattern::binary, 2, m, group.root_pos), halves[0],
+      const auto halves = split_piece(index, {support::Rational(1), support::Rational(1)}, pos);
+      move_along(pos, members, pattern_tree(dsl::Pattern::binary, 2, m, group.root_pos), halves[0],
                  scope);
-      move_along(s, members, mirrored_binary_tree(m, group.root_pos), halves[1], scope);
+      move_along(pos, members, mirrored_binary_tree(m, group.root_pos), halves[1], scope);
       for (std::int32_t half : halves) carry_to_group(half, group.sorted);
       return halves;
     }
     if (s.pattern == dsl::Pattern::bfs) {
-      move_along_bfs(s, members, group.root_pos, index, scope);
+      move_along_bfs(s, pos, members, group.root_pos, index, scope);
     } else {
-      move_along(s, members, pattern_tree(s.pattern, s.arity, m, group.root_pos), index, scope);
+      move_along(pos, members, pattern_tree(s.pattern, s.arity, m, group.root_pos), index, scope);
     }
     carry_to_group(index, group.sorted);
     return {index};
   }
 
-  void move_along(const dsl::Statement& s, const std::vector<std::int32_t>& members,
+  void move_along(dsl::SourcePos pos, const std::vector<std::int32_t>& members,
                   const PatternTree& tree, std::int32_t index, const Scope& scope) {
-    if (!tree.error.empty()) fail(s.pos, tree.error);
-    spend(tree.edges.size(), s.pos);
+    if (!tree.error.empty()) fail(pos, tree.error);
+    spend(tree.edges.size(), pos);
     for (const TreeEdge& e : tree.edges)
       send(members[static_cast<std::size_t>(e.from)], members[static_cast<std::size_t>(e.to)],
-           index, e.round, -1, scope, s.pos);
+           index, e.round, -1, scope, pos);
   }
 
-  std::vector<std::int32_t> scatter(const dsl::Statement& s, const Group& group, std::int32_t index,
+  std::vector<std::int32_t> scatter(dsl::SourcePos pos, const Group& group, std::int32_t index,
                                     const Scope& scope) {
     const auto& members = group.members;
     const auto m = static_cast<std::int32_t>(members.size());
     if (m == 1) return {index};
     const auto subs = split_piece(
         index,
-        std::vector<support::Rational>(static_cast<std::size_t>(m - 1), support::Rational(1)),
-        s.pos);
+        std::vector<support::Rational>(static_cast<std::size_t>(m - 1), support::Rational(1)), pos);
     for (std::int32_t k = 1; k < m; ++k) {
       const std::int32_t member = members[static_cast<std::size_t>((group.root_pos + k) % m)];
       const std::int32_t sub = subs[static_cast<std::size_t>(k - 1)];
-      send(members[static_cast<std::size_t>(group.root_pos)], member, sub, 0, -1, scope, s.pos);
+      send(members[static_cast<std::size_t>(group.root_pos)], member, sub, 0, -1, scope, pos);
       // Only the member that received a part carries it on, of all the group.
       auto& carriers = pieces_[static_cast<std::size_t>(sub)].carriers;
       std::erase_if(carriers, [&](std::int32_t c) {
@@ -605,11 +612,12 @@ class Evaluator {
   // The group's throughput-optimal tree packing (topology/tree_packing.hpp), computed once per
   // group and set of avoided links; the piece is cut in proportion to its root's trees, whose
   // shares are rounded to multiples of 1/kPackShares so that chunk counts stay small.
-  std::vector<std::int32_t> move_along_packing(const dsl::Statement& s, const Group& group,
-                                               std::int32_t index, const Scope& scope) {
-    if (s.reverse) fail(s.pos, "pack has no direction: drop `reverse`");
+  std::vector<std::int32_t> move_along_packing(const dsl::Step& s, dsl::SourcePos pos,
+                                               const Group& group, std::int32_t index,
+                                               const Scope& scope) {
+    if (s.reverse) fail(pos, "pack has no direction: drop `reverse`");
     if (group.sorted.size() < 2) return {index};
-    const topology::TreePacking& packing = packing_for(group.sorted, scope, s.pos);
+    const topology::TreePacking& packing = packing_for(group.sorted, scope, pos);
     const std::int32_t root = group.members[static_cast<std::size_t>(group.root_pos)];
     const auto at = static_cast<std::size_t>(
         std::lower_bound(packing.members.begin(), packing.members.end(), root) -
@@ -620,11 +628,11 @@ class Evaluator {
       trees.push_back(tree);
       weights.emplace_back(parts);
     }
-    const auto pieces = split_piece(index, weights, s.pos);
+    const auto pieces = split_piece(index, weights, pos);
     for (std::size_t k = 0; k < trees.size(); ++k) {
-      spend(trees[k]->edges.size(), s.pos);
+      spend(trees[k]->edges.size(), pos);
       for (const topology::PackedEdge& e : trees[k]->edges)
-        send(e.from_rank, e.to_rank, pieces[k], e.depth - 1, intern_path(e.path), scope, s.pos);
+        send(e.from_rank, e.to_rank, pieces[k], e.depth - 1, intern_path(e.path), scope, pos);
     }
     for (std::int32_t piece : pieces) carry_to_group(piece, group.sorted);
     return pieces;
@@ -671,8 +679,9 @@ class Evaluator {
   // A spanning tree over the group from a breadth-first search of the topology from the root's
   // GPU (lowest link id first, or highest with `reverse`), skipping avoided links; members are
   // joined to their nearest member ancestor, along the search tree's path.
-  void move_along_bfs(const dsl::Statement& s, const std::vector<std::int32_t>& members,
-                      std::int32_t root_pos, std::int32_t index, const Scope& scope) {
+  void move_along_bfs(const dsl::Step& s, dsl::SourcePos pos,
+                      const std::vector<std::int32_t>& members, std::int32_t root_pos,
+                      std::int32_t index, const Scope& scope) {
     std::vector<char> is_member(static_cast<std::size_t>(n_), 0);
     for (std::int32_t r : members) is_member[static_cast<std::size_t>(r)] = 1;
     const topology::NodeId start = topo_.gpu_of_rank(members[static_cast<std::size_t>(root_pos)]);
@@ -691,7 +700,7 @@ class Evaluator {
         order.push_back(w);
       }
     }
-    spend(order.size(), s.pos);
+    spend(order.size(), pos);
     for (topology::NodeId v : order) {
       const topology::Node& n = topo_.node(v);
       if (v == start || n.kind != topology::NodeKind::gpu ||
@@ -708,13 +717,13 @@ class Evaluator {
       std::reverse(path.begin(), path.end());
       depth[v] = depth[up] + 1;
       send(topo_.node(up).rank, n.rank, index, depth[v] - 1, intern_path(std::move(path)), scope,
-           s.pos);
+           pos);
     }
     for (std::int32_t r : members)
       if (parent[topo_.gpu_of_rank(r)] < 0)
-        fail(s.pos, "bfs: rank " + std::to_string(r) + " cannot be reached from rank " +
-                        std::to_string(members[static_cast<std::size_t>(root_pos)]) +
-                        " without the avoided links");
+        fail(pos, "bfs: rank " + std::to_string(r) + " cannot be reached from rank " +
+                      std::to_string(members[static_cast<std::size_t>(root_pos)]) +
+                      " without the avoided links");
   }
 
   void send(std::int32_t from, std::int32_t to, std::int32_t index, std::int32_t round,
@@ -798,7 +807,7 @@ class Evaluator {
         fail(e.pos, "a range a..b is only allowed in a list of ranks");
       case dsl::Expr::Kind::unary: {
         const support::Rational a = number(e.args[0], scope, current);
-        if (e.text == "-") return {checked(sub(support::Rational(0), a), e.pos)};
+        if (e.op == dsl::Op::negate) return {checked(sub(support::Rational(0), a), e.pos)};
         return {support::Rational(a == support::Rational(0) ? 1 : 0)};
       }
       case dsl::Expr::Kind::ternary:
@@ -812,24 +821,50 @@ class Evaluator {
   }
 
   support::Rational binary(const dsl::Expr& e, const Scope& scope, std::int32_t current) {
+    using dsl::Op;
+    const support::Rational zero(0);
     const support::Rational a = number(e.args[0], scope, current);
-    const std::string& op = e.text;
-    if (op == "&&" && a == support::Rational(0)) return support::Rational(0);
-    if (op == "||" && a != support::Rational(0)) return support::Rational(1);
+    // && and || leave their right side unevaluated when the left decides.
+    if (e.op == Op::logical_and && a == zero) return zero;
+    if (e.op == Op::logical_or && a != zero) return support::Rational(1);
     const support::Rational b = number(e.args[1], scope, current);
     auto truth = [](bool x) { return support::Rational(x ? 1 : 0); };
-    if (op == "&&" || op == "||") return truth(b != support::Rational(0));
-    if (op == "==") return truth(a == b);
-    if (op == "!=") return truth(a != b);
-    if (op == "<") return truth(a < b);
-    if (op == "<=") return truth(a <= b);
-    if (op == ">") return truth(a > b);
-    if (op == ">=") return truth(a >= b);
-    if (op == "+") return checked(add(a, b), e.pos);
-    if (op == "-") return checked(sub(a, b), e.pos);
-    if (op == "*") return checked(mul(a, b), e.pos);
+    switch (e.op) {
+      case Op::logical_or:
+      case Op::logical_and:
+        return truth(b != zero);
+      case Op::equal:
+        return truth(a == b);
+      case Op::not_equal:
+        return truth(a != b);
+      case Op::less:
+        return truth(a < b);
+      case Op::less_equal:
+        return truth(a <= b);
+      case Op::greater:
+        return truth(a > b);
+      case Op::greater_equal:
+        return truth(a >= b);
+      case Op::plus:
+        return checked(add(a, b), e.pos);
+      case Op::minus:
+        return checked(sub(a, b), e.pos);
+      case Op::times:
+        return checked(mul(a, b), e.pos);
+      case Op::divide:
+      case Op::modulo:
+        return quotient(e, a, b);
+      case Op::negate:
+      case Op::logical_not:
+        break;
+    }
+    fail(e.pos, "internal: unary operator '" + std::string(spelling(e.op)) + "' with two operands");
+  }
+
+  // a / b, or a % b (non-negative for a positive divisor).
+  support::Rational quotient(const dsl::Expr& e, support::Rational a, support::Rational b) const {
     if (b == support::Rational(0)) fail(e.pos, "division by zero");
-    if (op == "/") return checked(div(a, b), e.pos);
+    if (e.op == dsl::Op::divide) return checked(div(a, b), e.pos);
     if (!a.is_integer() || !b.is_integer()) fail(e.pos, "'%' needs integers");
     const std::int64_t mod = a.num() % b.num();
     return support::Rational(mod != 0 && ((mod < 0) != (b.num() < 0)) ? mod + b.num() : mod);

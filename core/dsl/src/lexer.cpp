@@ -1,16 +1,23 @@
+// Splits DSL text into tokens (lexer.hpp).
 #include "lexer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+
+#include "optiflow/dsl/operators.hpp"
 
 namespace optiflow::dsl {
 namespace {
 
-// Longest first, so "<->" wins over "<-" and "<".
-constexpr std::array<std::string_view, 26> kPunctuation{
-    "<->", "->", "..", "==", "!=", "<=", ">=", "&&", "||", "{", "}", "(", ")",
-    "[",   "]",  ",",  ";",  ":",  "?",  "+",  "-",  "*",  "/", "%", "<", ">"};
-constexpr std::array<std::string_view, 2> kSingleOnly{"!", "="};
+// Punctuation other than the operators (those are in dsl/operators.hpp).
+constexpr std::array<std::string_view, 14> kPunctuation{"<->", "->", "..", "{", "}", "(", ")",
+                                                        "[",   "]",  ",",  ";", ":", "?", "="};
+constexpr std::size_t kLongestPunctuation = 3;
+
+bool is_punctuation(std::string_view text) {
+  return is_operator(text) || std::ranges::find(kPunctuation, text) != kPunctuation.end();
+}
 
 bool is_ident_start(char c) {
   return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
@@ -121,19 +128,15 @@ class Lexer {
     return true;
   }
 
+  // The longest punctuation or operator here, so that "<->" wins over "<" and "<=" over "<".
   bool punctuation(SourcePos pos) {
-    for (std::string_view p : kPunctuation) {
-      if (text_.substr(i_, p.size()) != p) continue;
+    for (std::size_t length = kLongestPunctuation; length > 0; --length) {
+      const std::string_view p = text_.substr(i_, length);
+      if (p.size() != length || !is_punctuation(p)) continue;
       for (std::size_t k = 0; k < p.size(); ++k) advance();
       if (p == "(" || p == "[") ++depth_;
       if ((p == ")" || p == "]") && depth_ > 0) --depth_;
       push(p == ";" ? Tok::semi : Tok::punct, std::string(p), pos);
-      return true;
-    }
-    for (std::string_view p : kSingleOnly) {
-      if (text_.substr(i_, 1) != p) continue;
-      advance();
-      push(Tok::punct, std::string(p), pos);
       return true;
     }
     return false;

@@ -115,7 +115,7 @@ class Parser {
   // A node as an expression, which keeps where it was written.
   Expr node_expr(const std::string& context) {
     const SourcePos pos = peek().pos;
-    return Expr{Expr::Kind::node, {}, expect_node(context), {}, pos};
+    return Expr::make_node(expect_node(context), pos);
   }
 
   // --- statements ----------------------------------------------------------------------------
@@ -142,93 +142,93 @@ class Parser {
   }
 
   Statement statement() {
-    Statement s;
-    s.pos = peek().pos;
+    const SourcePos pos = peek().pos;
     if (peek().kind != Tok::ident)
       fail(
           "expected a statement (a pattern such as 'ring over all', or let, split, route, avoid, "
           "pipeline, channels, protocol), found " +
           describe(peek()));
     const std::string word = peek().text;
-    if (word == "let") return let_statement(s);
-    if (word == "pipeline" || word == "channels") {
-      take();
-      s.kind = word == "pipeline" ? Statement::Kind::pipeline : Statement::Kind::channels;
-      s.value = expr();
-      return s;
-    }
-    if (word == "protocol") return protocol_statement(s);
-    if (word == "split") return split_statement(s);
-    if (word == "route") return route_statement(s);
-    if (word == "avoid") return avoid_statement(s);
-    return step_statement(s);
+    if (word == "let") return {let_statement(), pos};
+    if (word == "pipeline") return {Pipeline{setting_value()}, pos};
+    if (word == "channels") return {Channels{setting_value()}, pos};
+    if (word == "protocol") return {protocol_statement(), pos};
+    if (word == "split") return split_statement(pos);
+    if (word == "route") return {route_statement(), pos};
+    if (word == "avoid") return {avoid_statement(), pos};
+    return {step_statement(), pos};
   }
 
-  Statement protocol_statement(Statement s) {
+  Expr setting_value() {
     take();
-    s.kind = Statement::Kind::protocol;
+    return expr();
+  }
+
+  Protocol protocol_statement() {
+    take();
     if (peek().kind != Tok::ident ||
         std::ranges::find(kProtocolNames, peek().text) == kProtocolNames.end())
       fail("expected a protocol after 'protocol' (LL, LL128 or Simple), found " + describe(peek()));
-    s.var = take().text;
-    return s;
+    return Protocol{take().text};
   }
 
-  Statement let_statement(Statement s) {
+  Let let_statement() {
     take();
-    s.kind = Statement::Kind::let;
+    Let let;
     if (peek().kind != Tok::ident || is_keyword(peek().text))
       fail("expected a name after 'let', found " + describe(peek()));
-    s.var = take().text;
-    expect_punct("=", "after 'let " + s.var + "'");
-    s.value = expr();
-    return s;
+    let.name = take().text;
+    expect_punct("=", "after 'let " + let.name + "'");
+    let.value = expr();
+    return let;
   }
 
-  Statement split_statement(Statement s) {
+  Statement split_statement(SourcePos pos) {
     take();
-    if (at_punct("{")) {
-      s.kind = Statement::Kind::split_weighted;
-      take();
-      skip_separators();
-      while (accept_word("weight")) {
-        Branch branch;
-        branch.weight = expr();
-        branch.body = block("after 'weight'");
-        s.branches.push_back(std::move(branch));
-        skip_separators();
-      }
-      if (s.branches.empty())
-        fail("expected 'weight W { ... }' branches inside 'split { }', found " + describe(peek()));
-      expect_punct("}", "after the last 'weight' branch (each branch is 'weight W { ... }')");
-      return s;
-    }
-    s.kind = Statement::Kind::split_even;
-    s.value = expr();
+    if (at_punct("{")) return {split_weighted(), pos};
+    SplitEven split;
+    split.parts = expr();
     expect_word("as", "in 'split N as NAME { ... }'");
     if (peek().kind != Tok::ident || is_keyword(peek().text))
       fail("expected a name after 'as', found " + describe(peek()));
-    s.var = take().text;
-    s.body = block("after 'split ... as " + s.var + "'");
-    return s;
+    split.name = take().text;
+    split.body = block("after 'split ... as " + split.name + "'");
+    return {std::move(split), pos};
   }
 
-  Statement route_statement(Statement s) {
+  SplitWeighted split_weighted() {
     take();
-    s.kind = Statement::Kind::route;
-    s.from = expr();
+    SplitWeighted split;
+    skip_separators();
+    while (accept_word("weight")) {
+      Branch branch;
+      branch.weight = expr();
+      branch.body = block("after 'weight'");
+      split.branches.push_back(std::move(branch));
+      skip_separators();
+    }
+    if (split.branches.empty())
+      fail("expected 'weight W { ... }' branches inside 'split { }', found " + describe(peek()));
+    expect_punct("}", "after the last 'weight' branch (each branch is 'weight W { ... }')");
+    return split;
+  }
+
+  Route route_statement() {
+    take();
+    Route route;
+    route.from = expr();
     expect_punct("->", "in 'route FROM -> TO via @node ...'");
-    s.to = expr();
+    route.to = expr();
     expect_word("via", "in 'route FROM -> TO via @node ...'");
-    s.via.push_back(node_expr("after 'via'"));
+    route.via.push_back(node_expr("after 'via'"));
     while (accept_punct(",") || peek().kind == Tok::node)
-      s.via.push_back(node_expr("in the 'via' list"));
-    return s;
+      route.via.push_back(node_expr("in the 'via' list"));
+    return route;
   }
 
-  Statement avoid_statement(Statement s) {
+  Avoid avoid_statement() {
     take();
-    s.kind = Statement::Kind::avoid;
+    Avoid avoid;
     do {
       LinkRef link;
       link.from = expect_node("in 'avoid @a -> @b'");
@@ -237,18 +237,18 @@ class Parser {
       else
         expect_punct("->", "in 'avoid @a -> @b' (or '<->' for both directions)");
       link.to = expect_node("in 'avoid @a -> @b'");
-      s.links.push_back(std::move(link));
+      avoid.links.push_back(std::move(link));
     } while (accept_punct(","));
-    return s;
+    return avoid;
   }
 
-  Statement step_statement(Statement s) {
+  Step step_statement() {
     const Token& word = take();
     const auto pattern = pattern_from_string(word.text);
     if (!pattern)
       fail_at(word.pos,
               "unknown statement or pattern '" + word.text + "'; patterns are: " + pattern_list());
-    s.kind = Statement::Kind::step;
+    Step s;
     s.pattern = *pattern;
     if (s.pattern == Pattern::kary) {
       if (peek().kind != Tok::number)
@@ -321,7 +321,7 @@ class Parser {
       if (accept_punct("..")) {
         const SourcePos pos = item.pos;
         Expr last = expr();
-        item = Expr{Expr::Kind::range, {}, "..", {std::move(item), std::move(last)}, pos};
+        item = Expr::make_range(std::move(item), std::move(last), pos);
       }
       items.push_back(std::move(item));
     } while (accept_punct(","));
@@ -338,52 +338,46 @@ class Parser {
   }
 
   Expr ternary() {
-    Expr cond = binary(0);
+    Expr cond = binary(kLoosestBinary);
     if (!at_punct("?")) return cond;
     take();
     const SourcePos pos = cond.pos;
     Expr yes = expr();
     expect_punct(":", "in 'condition ? a : b'");
     Expr no = expr();
-    return Expr{
-        Expr::Kind::ternary, {}, "?", {std::move(cond), std::move(yes), std::move(no)}, pos};
+    return Expr::make_ternary(std::move(cond), std::move(yes), std::move(no), pos);
   }
 
-  // Binary operators by precedence level, loosest first.
-  static constexpr std::array<std::array<std::string_view, 6>, 5> kLevels{
-      {{"||"}, {"&&"}, {"==", "!=", "<", "<=", ">", ">="}, {"+", "-"}, {"*", "/", "%"}}};
-
-  std::string_view operator_at(std::size_t level) const {
-    if (peek().kind != Tok::punct) return {};
-    for (std::string_view op : kLevels[level])
-      if (!op.empty() && op == peek().text) return op;
-    return {};
+  // The operator here if it binds with `precedence` (dsl/operators.hpp).
+  std::optional<Op> binary_operator_at(int precedence) const {
+    if (peek().kind != Tok::punct) return std::nullopt;
+    const auto op = binary_operator(peek().text);
+    return op && dsl::precedence(*op) == precedence ? op : std::nullopt;
   }
 
-  Expr binary(std::size_t level) {
-    if (level == kLevels.size()) return unary();
-    Expr left = binary(level + 1);
-    while (true) {
-      const std::string_view op = operator_at(level);
-      if (op.empty()) return left;
+  // Binary operators from the loosest precedence to the tightest, then unary ones.
+  Expr binary(int precedence) {
+    if (precedence > kTightestBinary) return unary();
+    Expr left = binary(precedence + 1);
+    while (const auto op = binary_operator_at(precedence)) {
       take();
       const SourcePos pos = left.pos;  // diagnostics about the whole expression point at its start
-      Expr right = binary(level + 1);
-      left =
-          Expr{Expr::Kind::binary, {}, std::string(op), {std::move(left), std::move(right)}, pos};
-      if (level == 2) return left;  // comparisons do not chain: a < b < c is an error below
+      Expr right = binary(precedence + 1);
+      left = Expr::make_binary(*op, std::move(left), std::move(right), pos);
+      // Comparisons do not chain: a < b < c is an error below.
+      if (precedence == kComparisonPrecedence) return left;
     }
+    return left;
   }
 
   Expr unary() {
-    if (at_punct("-") || at_punct("!")) {
-      const Token& op = take();
-      if (++nesting_ > kMaxNesting) fail("the expression is nested too deep");
-      Expr operand = unary();
-      --nesting_;
-      return Expr{Expr::Kind::unary, {}, op.text, {std::move(operand)}, op.pos};
-    }
-    return primary();
+    const auto op = peek().kind == Tok::punct ? unary_operator(peek().text) : std::nullopt;
+    if (!op) return primary();
+    const SourcePos pos = take().pos;
+    if (++nesting_ > kMaxNesting) fail("the expression is nested too deep");
+    Expr operand = unary();
+    --nesting_;
+    return Expr::make_unary(*op, std::move(operand), pos);
   }
 
   Expr primary() {
@@ -392,16 +386,16 @@ class Parser {
       take();
       const auto value = support::Rational::from_decimal(t.text);
       if (!value) fail_at(t.pos, "the number '" + t.text + "' has too many digits");
-      return Expr{Expr::Kind::number, *value, {}, {}, t.pos};
+      return Expr::make_number(*value, t.pos);
     }
     if (t.kind == Tok::node) {
       take();
-      return Expr{Expr::Kind::node, {}, t.text, {}, t.pos};
+      return Expr::make_node(t.text, t.pos);
     }
     if (t.kind == Tok::ident) {
       if (is_keyword(t.text)) fail_at(t.pos, "'" + t.text + "' is a keyword, not a value");
       take();
-      return Expr{Expr::Kind::name, {}, t.text, {}, t.pos};
+      return Expr::make_name(t.text, t.pos);
     }
     if (at_punct("(")) {
       const SourcePos pos = take().pos;
@@ -409,7 +403,7 @@ class Parser {
       while (accept_punct(",")) items.push_back(expr());
       expect_punct(")", "to close '('");
       if (items.size() == 1) return std::move(items.front());
-      return Expr{Expr::Kind::tuple, {}, "()", std::move(items), pos};
+      return Expr::make_tuple(std::move(items), pos);
     }
     fail("expected a value (a number, a name such as local, or @node), found " + describe(t));
   }

@@ -1,44 +1,22 @@
-// Canonical text of a DSL program; parse_program(print_program(p)) == p.
-#include <array>
+// Canonical text of a DSL program; parse_program(print_program(p)) has p's structure.
+#include <cctype>
+#include <variant>
 
 #include "optiflow/dsl/parser.hpp"
 
 namespace optiflow::dsl {
 namespace {
 
-// Binding strength of binary operators; higher binds tighter (matches the parser's levels).
-int precedence(const std::string& op) {
-  constexpr std::array<std::pair<std::string_view, int>, 13> kTable{{{"||", 1},
-                                                                     {"&&", 2},
-                                                                     {"==", 3},
-                                                                     {"!=", 3},
-                                                                     {"<", 3},
-                                                                     {"<=", 3},
-                                                                     {">", 3},
-                                                                     {">=", 3},
-                                                                     {"+", 4},
-                                                                     {"-", 4},
-                                                                     {"*", 5},
-                                                                     {"/", 5},
-                                                                     {"%", 5}}};
-  for (const auto& [name, level] : kTable)
-    if (name == op) return level;
-  return 0;
-}
-
-constexpr int kTernaryLevel = 0;
-constexpr int kUnaryLevel = 6;
-
+// How tightly `e` binds (dsl/operators.hpp); leaves and bracketed forms bind tightest.
 int level_of(const Expr& e) {
   switch (e.kind) {
     case Expr::Kind::ternary:
-      return kTernaryLevel;
+      return kTernaryPrecedence;
     case Expr::Kind::binary:
-      return precedence(e.text);
     case Expr::Kind::unary:
-      return kUnaryLevel;
+      return precedence(e.op);
     default:
-      return kUnaryLevel + 1;
+      return kUnaryPrecedence + 1;
   }
 }
 
@@ -66,27 +44,29 @@ std::string print_at(const Expr& e, int min_level) {
       text = node_text(e.text);
       break;
     case Expr::Kind::unary:
-      text = e.text + print_at(e.args[0], kUnaryLevel);
+      text = std::string(spelling(e.op)) + print_at(e.args[0], kUnaryPrecedence);
       break;
     case Expr::Kind::binary: {
-      const int level = precedence(e.text);
+      const int level = precedence(e.op);
       // Left-associative; comparisons do not chain, so both sides of one need to bind tighter.
-      const int left_min = level == 3 ? level + 1 : level;
-      text = print_at(e.args[0], left_min) + " " + e.text + " " + print_at(e.args[1], level + 1);
+      const int left_min = level == kComparisonPrecedence ? level + 1 : level;
+      text = print_at(e.args[0], left_min) + " " + std::string(spelling(e.op)) + " " +
+             print_at(e.args[1], level + 1);
       break;
     }
     case Expr::Kind::ternary:
-      text = print_at(e.args[0], 1) + " ? " + print_at(e.args[1], kTernaryLevel) + " : " +
-             print_at(e.args[2], kTernaryLevel);
+      text = print_at(e.args[0], kLoosestBinary) + " ? " + print_at(e.args[1], kTernaryPrecedence) +
+             " : " + print_at(e.args[2], kTernaryPrecedence);
       break;
     case Expr::Kind::tuple: {
       text = "(";
       for (std::size_t i = 0; i < e.args.size(); ++i)
-        text += (i ? ", " : "") + print_at(e.args[i], kTernaryLevel);
+        text += (i ? ", " : "") + print_at(e.args[i], kTernaryPrecedence);
       return text + ")";
     }
     case Expr::Kind::range:
-      return print_at(e.args[0], kTernaryLevel) + ".." + print_at(e.args[1], kTernaryLevel);
+      return print_at(e.args[0], kTernaryPrecedence) + ".." +
+             print_at(e.args[1], kTernaryPrecedence);
   }
   return level_of(e) < min_level ? "(" + text + ")" : text;
 }
@@ -130,64 +110,68 @@ std::string print_groups(const GroupSpec& g) {
 
 void print_block(const Block& block, int indent, std::string& out);
 
-void print_statement(const Statement& s, int indent, std::string& out) {
-  const std::string pad(static_cast<std::size_t>(indent) * 2, ' ');
-  out += pad;
-  switch (s.kind) {
-    case Statement::Kind::step:
-      out += std::string(to_string(s.pattern));
-      if (s.pattern == Pattern::kary) out += " " + std::to_string(s.arity);
-      out += " over " + print_groups(s.groups);
-      if (s.reverse) out += " reverse";
-      break;
-    case Statement::Kind::let:
-      out += "let " + s.var + " = " + print_expr(s.value);
-      break;
-    case Statement::Kind::pipeline:
-      out += "pipeline " + print_expr(s.value);
-      break;
-    case Statement::Kind::channels:
-      out += "channels " + print_expr(s.value);
-      break;
-    case Statement::Kind::protocol:
-      out += "protocol " + s.var;
-      break;
-    case Statement::Kind::split_even:
-      out += "split " + print_expr(s.value) + " as " + s.var + " {\n";
-      print_block(s.body, indent + 1, out);
-      out += pad + "}";
-      break;
-    case Statement::Kind::split_weighted:
-      out += "split {\n";
-      for (const Branch& b : s.branches) {
-        out += pad + "  weight " + print_expr(b.weight) + " {\n";
-        print_block(b.body, indent + 2, out);
-        out += pad + "  }\n";
-      }
-      out += pad + "}";
-      break;
-    case Statement::Kind::route:
-      out += "route " + print_expr(s.from) + " -> " + print_expr(s.to) + " via";
-      for (const Expr& node : s.via) out += " " + print_expr(node);
-      break;
-    case Statement::Kind::avoid:
-      out += "avoid ";
-      for (std::size_t i = 0; i < s.links.size(); ++i)
-        out += (i ? ", " : "") + node_text(s.links[i].from) + (s.links[i].both ? " <-> " : " -> ") +
-               node_text(s.links[i].to);
-      break;
+// Each statement kind appends its text after the indentation `pad`; blocks nest at `indent`.
+class StatementPrinter {
+ public:
+  StatementPrinter(int indent, std::string& out)
+      : indent_(indent), pad_(static_cast<std::size_t>(indent) * 2, ' '), out_(out) {}
+
+  void operator()(const Step& s) {
+    out_ += std::string(to_string(s.pattern));
+    if (s.pattern == Pattern::kary) out_ += " " + std::to_string(s.arity);
+    out_ += " over " + print_groups(s.groups);
+    if (s.reverse) out_ += " reverse";
   }
-  out += "\n";
-}
+  void operator()(const Let& s) { out_ += "let " + s.name + " = " + print_expr(s.value); }
+  void operator()(const Pipeline& s) { out_ += "pipeline " + print_expr(s.value); }
+  void operator()(const Channels& s) { out_ += "channels " + print_expr(s.value); }
+  void operator()(const Protocol& s) { out_ += "protocol " + s.name; }
+  void operator()(const SplitEven& s) {
+    out_ += "split " + print_expr(s.parts) + " as " + s.name + " {\n";
+    print_block(s.body, indent_ + 1, out_);
+    out_ += pad_ + "}";
+  }
+  void operator()(const SplitWeighted& s) {
+    out_ += "split {\n";
+    for (const Branch& b : s.branches) {
+      out_ += pad_ + "  weight " + print_expr(b.weight) + " {\n";
+      print_block(b.body, indent_ + 2, out_);
+      out_ += pad_ + "  }\n";
+    }
+    out_ += pad_ + "}";
+  }
+  void operator()(const Route& s) {
+    out_ += "route " + print_expr(s.from) + " -> " + print_expr(s.to) + " via";
+    for (const Expr& node : s.via) out_ += " " + print_expr(node);
+  }
+  void operator()(const Avoid& s) {
+    out_ += "avoid ";
+    for (std::size_t i = 0; i < s.links.size(); ++i)
+      out_ += (i ? ", " : "") + node_text(s.links[i].from) + (s.links[i].both ? " <-> " : " -> ") +
+              node_text(s.links[i].to);
+  }
+
+  void print(const Statement& s) {
+    out_ += pad_;
+    std::visit(*this, s.node);
+    out_ += "\n";
+  }
+
+ private:
+  int indent_;
+  std::string pad_;
+  std::string& out_;
+};
 
 void print_block(const Block& block, int indent, std::string& out) {
-  for (const Statement& s : block) print_statement(s, indent, out);
+  StatementPrinter printer(indent, out);
+  for (const Statement& s : block) printer.print(s);
 }
 
 }  // namespace
 
 std::string print_expr(const Expr& expr) {
-  return print_at(expr, kTernaryLevel);
+  return print_at(expr, kTernaryPrecedence);
 }
 
 std::string print_program(const Program& program) {

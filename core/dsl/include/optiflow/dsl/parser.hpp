@@ -30,7 +30,7 @@ inline constexpr int kMaxNesting = 32;
 Program parse_program(std::string_view text, const std::string& source);
 
 /// Canonical text of a program: one statement per line, blocks indented by two spaces,
-/// minimal parentheses. parse_program(print_program(p)) == p.
+/// minimal parentheses. same_structure(parse_program(print_program(p)), p) holds.
 std::string print_program(const Program& program);
 std::string print_expr(const Expr& expr);
 
