@@ -140,13 +140,30 @@ TEST(NcclBaseline, ReduceScatterAndAllReduceRingsVerifyAndSimulate) {
   for (const char* name : {"a100x2", "dgx1", "h100x1"}) {
     SCOPED_TRACE(name);
     const topology::Topology topo = builtin(name);
+    std::vector<sim::SimResult> at_1g;
     for (Collective collective : {Collective::reduce_scatter, Collective::all_reduce}) {
       const BaselineRun run = run_baseline("nccl", topo, collective, sizes);
       const schedule::VerifyResult verdict = schedule::verify_schedule(run.schedule, &topo);
       EXPECT_TRUE(verdict.ok()) << verdict.summary();
-      // All-Reduce moves twice the Reduce-Scatter's data over the same rings.
-      EXPECT_GT(run.rows.back().sim.time_us, 0);
+      at_1g.push_back(run.rows.back().sim);
     }
+    // All-Reduce moves twice the Reduce-Scatter's data over the same rings: every link
+    // carries twice the bytes, for at least twice as long.
+    const sim::SimResult &rs = at_1g[0], &ar = at_1g[1];
+    ASSERT_EQ(ar.links.size(), rs.links.size());
+    double busiest_us = 0;
+    for (std::size_t i = 0; i < rs.links.size(); ++i) {
+      EXPECT_EQ(ar.links[i].link, rs.links[i].link);
+      // Sums of many transfers' bytes: equal up to rounding.
+      EXPECT_NEAR(ar.links[i].bytes, 2 * rs.links[i].bytes, 1e-12 * rs.links[i].bytes)
+          << "link " << rs.links[i].link;
+      busiest_us = std::max(busiest_us, rs.links[i].busy_us);
+    }
+    // Its All-Gather half starts on each piece once that piece is reduced, overlapping the
+    // Reduce-Scatter's tail: at most twice the time, and no less than the busiest link's
+    // doubled work.
+    EXPECT_LE(ar.time_us, 2 * rs.time_us);
+    EXPECT_GE(ar.time_us, 2 * busiest_us);
   }
   const topology::Topology topo = builtin("a100x1");
   const double rs =
