@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
     const auto& small = result.winners.front();
     const auto& large = result.winners.back();
     std::printf("%-16s %9.1f %10.3f %12.3f %12.3f %12.3f %8s\n", name.c_str(), result.seconds,
-                large.time_us / large.bound_us, small.time_us, ring, rd,
-                small.time_us <= best_simple * (1 + 1e-9) ? "yes" : "no");
+                large.simulated.x_bound(), small.simulated.time_us, ring, rd,
+                small.simulated.time_us <= best_simple * (1 + 1e-9) ? "yes" : "no");
   }
   std::filesystem::remove_all(dir);
   return 0;

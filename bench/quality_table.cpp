@@ -28,7 +28,7 @@ void print_contender(const explore::CompareOptions& base, const std::string& nam
     const explore::Comparison c = explore::compare(options);
     std::printf("  %-12s %9.1f", name.c_str(), c.contenders[0].synthesis_s);
     for (std::size_t s = 0; s < c.sizes.size(); ++s) {
-      const double time = c.contenders[0].points[s].time_us;
+      const double time = c.contenders[0].results[s].time_us;
       if (s < c.nccl_us.size())
         std::printf("   %7.3f %6.2fx", time / c.bound_us[s], c.nccl_us[s] / time);
       else

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
         [&] { baselines::run_baseline("nccl", topo, support::Collective::all_gather, sizes); });
     const auto& large = result.winners.back();
     std::printf("%-9s %5d %10.1f %10.3f %8.3f", name.c_str(), topo.rank_count(), explore_s,
-                large.time_us / large.bound_us, nccl_s);
+                large.simulated.x_bound(), nccl_s);
     std::fflush(stdout);
     for (const std::string& synthesizer : synthesizers) {
       std::printf("  %-36s", synthesis_cell(synthesizer, topo, limit_s).c_str());

@@ -20,7 +20,8 @@ namespace {
 
 struct CompareArgs {
   explore::CompareOptions options;
-  std::string collective = "allgather", sizes = "1K:1G", with = "ours,nccl", model = "alpha-beta";
+  std::string collective = "allgather", sizes = support::kDefaultSizes, with = "ours,nccl",
+              model = "alpha-beta";
   std::string plot;
   bool json = false, csv = false, no_store = false;
 };
@@ -69,14 +70,14 @@ void print_table(const explore::Comparison& c, const std::string& db) {
                          "contender", "time_us", "busbw GB/s", "x bound", "vs nccl", "choice");
   for (std::size_t s = 0; s < c.sizes.size(); ++s)
     for (std::size_t k = 0; k < c.contenders.size(); ++k) {
-      const explore::ContenderPoint& p = c.contenders[k].points[s];
+      const support::SizeResult& p = c.contenders[k].results[s];
       const std::string versus =
           s < c.nccl_us.size() ? strprintf("%7.2fx", c.nccl_us[s] / p.time_us) : "      -";
       std::cout << strprintf("%8s %11s  %-24s %12.3f %11.2f %8.3f %8s  %s\n",
                              k == 0 ? support::format_size(c.sizes[s]).c_str() : "",
                              k == 0 ? strprintf("%.3f", c.bound_us[s]).c_str() : "",
                              c.contenders[k].name.c_str(), p.time_us, p.busbw_GBps,
-                             p.time_us / c.bound_us[s], versus.c_str(), p.choice.c_str());
+                             p.x_bound(), versus.c_str(), c.contenders[k].choices[s].c_str());
     }
   std::cout << "\nx bound: time / lower bound; vs nccl: NCCL's tuner's time over this one's "
                "(above 1: faster than NCCL), all in the same cost model.\n";

@@ -60,7 +60,7 @@ struct LlmFlags {
 
 struct ExploreArgs {
   explore::ExploreOptions options;
-  std::string collective = "allgather", sizes = "1K:1G";
+  std::string collective = "allgather", sizes = support::kDefaultSizes;
   std::int64_t resume = 0;
   std::string hw;  ///< --hw backend; empty: simulate only
   int hw_iters = 20;
@@ -128,11 +128,11 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
   std::cout << "  best program\n";
   for (const auto& w : r.winners) {
     const std::string versus =
-        w.nccl_time_us > 0 ? strprintf("%7.2fx", w.nccl_time_us / w.time_us) : "      -";
+        w.nccl.time_us > 0 ? strprintf("%7.2fx", w.nccl.time_us / w.simulated.time_us) : "      -";
     std::cout << strprintf("%8s %11.2f %8.3f %8s %12s %10.2f",
-                           support::format_size(w.size_bytes).c_str(), w.busbw_GBps,
-                           w.time_us / w.bound_us, versus.c_str(),
-                           w.nccl_choice.empty() ? "-" : w.nccl_choice.c_str(), w.flow_busbw_GBps);
+                           support::format_size(w.simulated.size_bytes).c_str(),
+                           w.simulated.busbw_GBps, w.simulated.x_bound(), versus.c_str(),
+                           w.nccl.choice.empty() ? "-" : w.nccl.choice.c_str(), w.flow_busbw_GBps);
     if (!hw.empty())
       std::cout << (w.measured_time_us > 0 ? strprintf(" %10.2f us", w.measured_time_us)
                                            : strprintf(" %13s", "-"));

@@ -87,7 +87,7 @@ std::string bandwidth_plot_svg(const Comparison& c) {
     top = std::max(top, bound.back().second);
   }
   for (const Contender& contender : c.contenders)
-    for (const ContenderPoint& p : contender.points) top = std::max(top, p.busbw_GBps);
+    for (const support::SizeResult& p : contender.results) top = std::max(top, p.busbw_GBps);
   const double step = tick_step(top * 1.05, 6);
   top = std::ceil(top * 1.05 / step) * step;
   const Axes axes(c, top);
@@ -139,7 +139,7 @@ std::string bandwidth_plot_svg(const Comparison& c) {
     const std::string colour = kColours[k % std::size(kColours)];
     const std::string style = "stroke=\"" + colour + "\" stroke-width=\"2\"";
     std::vector<std::pair<std::uint64_t, double>> line;
-    for (const ContenderPoint& p : c.contenders[k].points) {
+    for (const support::SizeResult& p : c.contenders[k].results) {
       line.emplace_back(p.size_bytes, p.busbw_GBps);
       svg += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" ", axes.x(p.size_bytes),
                  axes.y(p.busbw_GBps)) +

@@ -8,6 +8,7 @@
 
 #include "optiflow/baselines/baseline.hpp"
 #include "optiflow/db/store.hpp"
+#include "optiflow/explore/sweep.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
@@ -43,24 +44,22 @@ double seconds_between(const std::string& from, const std::string& to) {
   return a && b ? *b - *a : 0;
 }
 
-ContenderPoint point_of(const sim::SimResult& r, std::string choice) {
-  return ContenderPoint{r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps, std::move(choice)};
-}
-
 Contender simulate(const std::string& name, const schedule::Schedule& schedule,
-                   const topology::Topology& topo, const CompareOptions& options) {
+                   const topology::Topology& topo, const Reference& reference,
+                   const CompareOptions& options) {
   sim::SimOptions sim_options;
   sim_options.model = options.model;
-  const sim::Simulator simulator(topo, schedule, sim_options);
   Contender c;
   c.name = name;
-  for (const sim::SimResult& r : simulator.sweep(options.sizes))
-    c.points.push_back(point_of(r, std::string(topology::to_string(r.protocol))));
+  for (const sim::SimResult& r : sweep(sim::Simulator(topo, schedule, sim_options), reference)) {
+    c.results.push_back(r);
+    c.choices.emplace_back(topology::to_string(r.protocol));
+  }
   return c;
 }
 
 // "ours": per size, the fastest of the schedules stored as winners of earlier explorations.
-Contender ours(const db::Store& store, const topology::Topology& topo,
+Contender ours(const db::Store& store, const topology::Topology& topo, const Reference& reference,
                const CompareOptions& options) {
   db::HistoryFilter filter;
   filter.topology = topo.name();
@@ -68,7 +67,8 @@ Contender ours(const db::Store& store, const topology::Topology& topo,
   const std::vector<db::BestEntry> best = store.best(filter);
   Contender c;
   c.name = "ours";
-  c.points.resize(options.sizes.size());
+  c.results.resize(reference.sizes.size());
+  c.choices.resize(reference.sizes.size());
   std::set<std::string> simulated;  // schedule hashes
   std::int64_t largest_run = 0;
   for (const db::BestEntry& entry : best) {
@@ -78,15 +78,14 @@ Contender ours(const db::Store& store, const topology::Topology& topo,
     if (!json) continue;
     const Contender one =
         simulate("ours", schedule::parse_schedule_json(*json, "schedule " + entry.schedule_hash),
-                 topo, options);
-    for (std::size_t s = 0; s < one.points.size(); ++s)
-      if (c.points[s].time_us == 0 || one.points[s].time_us < c.points[s].time_us) {
-        c.points[s] = one.points[s];
-        c.points[s].choice =
-            "program #" + std::to_string(entry.program_id) + " (" + one.points[s].choice + ")";
+                 topo, reference, options);
+    for (std::size_t s = 0; s < one.results.size(); ++s)
+      if (c.results[s].time_us == 0 || one.results[s].time_us < c.results[s].time_us) {
+        c.results[s] = one.results[s];
+        c.choices[s] = "program #" + std::to_string(entry.program_id) + " (" + one.choices[s] + ")";
       }
   }
-  if (simulated.empty() || c.points.front().time_us == 0)
+  if (simulated.empty() || c.results.front().time_us == 0)
     fail("--with", "no stored schedules for 'ours' on " + topo.name() + " (" + filter.collective +
                        ") in " + options.db_path +
                        ": run optiflow explore first, or name a program file");
@@ -99,15 +98,15 @@ Contender ours(const db::Store& store, const topology::Topology& topo,
 }
 
 Contender baseline(const std::string& name, const topology::Topology& topo,
-                   const CompareOptions& options) {
+                   const Reference& reference, const CompareOptions& options) {
   sim::SimOptions sim_options;
   sim_options.model = options.model;
   const auto start = Clock::now();
   baselines::SynthesisOptions synthesis;
   synthesis.time_limit_s = options.synthesis_time_limit_s;
   synthesis.progress = options.progress;
-  const baselines::BaselineRun run = baselines::run_baseline(name, topo, options.collective,
-                                                             options.sizes, sim_options, synthesis);
+  const baselines::BaselineRun run = baselines::run_baseline(
+      name, topo, options.collective, reference.sizes, sim_options, synthesis);
   Contender c;
   c.name = name;
   c.synthesis_s = seconds_since(start);
@@ -116,14 +115,16 @@ Contender baseline(const std::string& name, const topology::Topology& topo,
     c.synthesis_s = run.solver->seconds;
     c.status = run.solver->summary();
   }
-  for (const baselines::BaselineRow& row : run.rows)
-    c.points.push_back(
-        point_of(row.sim, row.algorithm + "/" + std::string(topology::to_string(row.protocol))));
+  for (std::size_t s = 0; s < run.rows.size(); ++s) {
+    c.results.push_back(run.rows[s].sim);
+    c.results.back().bound_us = reference.bound_us[s];
+    c.choices.push_back(run.rows[s].algorithm + "/" +
+                        std::string(topology::to_string(run.rows[s].protocol)));
+  }
   return c;
 }
 
-db::ComparisonContender stored(const Contender& c, const std::vector<double>& bound_us,
-                               const schedule::Schedule* schedule) {
+db::ComparisonContender stored(const Contender& c, const schedule::Schedule* schedule) {
   db::ComparisonContender row;
   row.name = c.name;
   row.synthesis_s = c.synthesis_s;
@@ -133,87 +134,85 @@ db::ComparisonContender stored(const Contender& c, const std::vector<double>& bo
     row.schedule_chunks = schedule->chunks;
     row.schedule_steps = static_cast<std::int64_t>(schedule->step_count());
   }
-  for (std::size_t s = 0; s < c.points.size(); ++s) {
-    const ContenderPoint& p = c.points[s];
-    row.results.push_back(
-        support::SizeResult{p.size_bytes, p.time_us, p.algbw_GBps, p.busbw_GBps, bound_us[s]});
-    row.choices.push_back(p.choice);
-  }
+  row.results = c.results;
+  row.choices = c.choices;
   return row;
+}
+
+}  // namespace
+
+namespace {
+
+// The contender `name` and, for a schedule the caller brought, that schedule (to be stored).
+std::pair<Contender, const schedule::Schedule*> contender(
+    const std::string& name, const topology::Topology& topo, const Reference& reference,
+    const CompareOptions& options, const std::function<db::Store&()>& store) {
+  if (name == "ours") return {ours(store(), topo, reference, options), nullptr};
+  const auto file = std::find_if(options.schedules.begin(), options.schedules.end(),
+                                 [&](const auto& s) { return s.name == name; });
+  if (file != options.schedules.end()) {
+    Contender c = simulate(name, file->schedule, topo, reference, options);
+    c.synthesis_s = file->synthesis_s;
+    c.status = file->status;
+    return {std::move(c), &file->schedule};
+  }
+  if (baselines::is_baseline(name)) return {baseline(name, topo, reference, options), nullptr};
+  fail("--with", "unknown contender '" + name +
+                     "': ours, a baseline (optiflow baseline --help) or a schedule file");
+}
+
+std::int64_t record(db::Store& db, const topology::Topology& topo, const CompareOptions& options,
+                    std::vector<db::ComparisonContender> rows) {
+  db::ComparisonRecord record;
+  record.topology_id = db.put_topology(topo.name(), topology::write_topology_json(topo));
+  record.collective = std::string(support::to_string(options.collective));
+  record.model = std::string(sim::to_string(options.model));
+  record.options_json = nlohmann::json{
+      {"topology", options.topology},
+      {"sizes", options.sizes},
+      {"with",
+       options.with}}.dump();
+  record.contenders = std::move(rows);
+  return db.record_comparison(record);
 }
 
 }  // namespace
 
 Comparison compare(const CompareOptions& given) {
   CompareOptions options = given;
-  if (options.sizes.empty()) options.sizes = support::parse_sizes("1K:1G");
+  options.sizes = sizes_or_default(options.sizes);
   const topology::Topology topo = topology::load_topology(options.topology);
+  sim::SimOptions sim_options;
+  sim_options.model = options.model;
+  const Reference reference =
+      Reference::compute(topo, options.collective, options.sizes, sim_options);
   Comparison result;
   result.topology = topo.name();
   result.collective = options.collective;
   result.model = options.model;
   result.ranks = topo.rank_count();
   result.sizes = options.sizes;
-  const auto bound = topology::LowerBound::compute(topo, options.collective);
-  for (std::uint64_t size : options.sizes) result.bound_us.push_back(bound.at(size).time_us);
-  try {
-    for (const ContenderPoint& p : baseline("nccl", topo, options).points)
-      result.nccl_us.push_back(p.time_us);
-  } catch (const support::InputError&) {
-    // No NCCL baseline for this collective or topology: no speed-ups over it.
-  }
+  result.bound_us = reference.bound_us;
+  for (const propose::NcclAtSize& nccl : reference.nccl) result.nccl_us.push_back(nccl.time_us);
 
   std::optional<db::Store> store;
-  auto open_store = [&]() -> db::Store& {
+  const std::function<db::Store&()> open_store = [&]() -> db::Store& {
     if (!store) store = db::Store::open(options.db_path);
     return *store;
   };
   std::vector<db::ComparisonContender> rows;
   for (const std::string& name : options.with) {
-    Contender c;
-    const schedule::Schedule* schedule = nullptr;
-    std::optional<baselines::BaselineRun> kept;
-    if (name == "ours") {
-      c = ours(open_store(), topo, options);
-    } else if (auto file = std::find_if(options.schedules.begin(), options.schedules.end(),
-                                        [&](const auto& s) { return s.name == name; });
-               file != options.schedules.end()) {
-      c = simulate(name, file->schedule, topo, options);
-      c.synthesis_s = file->synthesis_s;
-      c.status = file->status;
-      schedule = &file->schedule;
-    } else if (baselines::is_baseline(name)) {
-      c = baseline(name, topo, options);
-    } else {
-      fail("--with", "unknown contender '" + name +
-                         "': ours, a baseline (optiflow baseline --help) or a schedule file");
-    }
-    rows.push_back(stored(c, result.bound_us, schedule));
+    auto [c, schedule] = contender(name, topo, reference, options, open_store);
+    rows.push_back(stored(c, schedule));
     result.contenders.push_back(std::move(c));
   }
-  if (options.store) {
-    db::Store& db = open_store();
-    db::ComparisonRecord record;
-    record.topology_id = db.put_topology(topo.name(), topology::write_topology_json(topo));
-    record.collective = std::string(support::to_string(options.collective));
-    record.model = std::string(sim::to_string(options.model));
-    record.options_json = nlohmann::json{
-        {"topology", options.topology},
-        {"sizes", options.sizes},
-        {"with",
-         options.with}}.dump();
-    record.contenders = std::move(rows);
-    result.id = db.record_comparison(record);
-  }
+  if (options.store) result.id = record(open_store(), topo, options, std::move(rows));
   return result;
 }
 
 namespace {
 
-double x_bound(const Comparison& c, std::size_t s, const ContenderPoint& p) {
-  return p.time_us / c.bound_us[s];
-}
-std::optional<double> vs_nccl(const Comparison& c, std::size_t s, const ContenderPoint& p) {
+std::optional<double> vs_nccl(const Comparison& c, std::size_t s, const support::SizeResult& p) {
   if (s >= c.nccl_us.size()) return std::nullopt;
   return c.nccl_us[s] / p.time_us;
 }
@@ -230,16 +229,16 @@ std::string comparison_json(const Comparison& c) {
   doc["contenders"] = nlohmann::ordered_json::array();
   for (const Contender& contender : c.contenders) {
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    for (std::size_t s = 0; s < contender.points.size(); ++s) {
-      const ContenderPoint& p = contender.points[s];
+    for (std::size_t s = 0; s < contender.results.size(); ++s) {
+      const support::SizeResult& p = contender.results[s];
       const auto speedup = vs_nccl(c, s, p);
       results.push_back({{"size_bytes", p.size_bytes},
                          {"time_us", p.time_us},
                          {"algbw_GBps", p.algbw_GBps},
                          {"busbw_GBps", p.busbw_GBps},
-                         {"x_bound", x_bound(c, s, p)},
+                         {"x_bound", p.x_bound()},
                          {"vs_nccl", speedup ? nlohmann::ordered_json(*speedup) : nullptr},
-                         {"choice", p.choice}});
+                         {"choice", contender.choices[s]}});
     }
     doc["contenders"].push_back({{"name", contender.name},
                                  {"synthesis_s", contender.synthesis_s},
@@ -264,13 +263,13 @@ std::string comparison_csv(const Comparison& c) {
   std::string csv =
       "contender,size_bytes,time_us,algbw_GBps,busbw_GBps,x_bound,vs_nccl,synthesis_s,choice\n";
   for (const Contender& contender : c.contenders)
-    for (std::size_t s = 0; s < contender.points.size(); ++s) {
-      const ContenderPoint& p = contender.points[s];
+    for (std::size_t s = 0; s < contender.results.size(); ++s) {
+      const support::SizeResult& p = contender.results[s];
       const auto speedup = vs_nccl(c, s, p);
       csv += field(contender.name) + "," + std::to_string(p.size_bytes) + "," + number(p.time_us) +
-             "," + number(p.algbw_GBps) + "," + number(p.busbw_GBps) + "," +
-             number(x_bound(c, s, p)) + "," + (speedup ? number(*speedup) : "") + "," +
-             number(contender.synthesis_s) + "," + field(p.choice) + "\n";
+             "," + number(p.algbw_GBps) + "," + number(p.busbw_GBps) + "," + number(p.x_bound()) +
+             "," + (speedup ? number(*speedup) : "") + "," + number(contender.synthesis_s) + "," +
+             field(contender.choices[s]) + "\n";
     }
   return csv;
 }

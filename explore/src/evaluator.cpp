@@ -106,27 +106,23 @@ std::string critical_path_note(const sim::SimResult& r) {
 }  // namespace
 
 Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,
-                             const std::vector<std::uint64_t>& sizes) {
+                             const Reference& reference) {
+  std::vector<sim::SimResult> results = sweep(sim::Simulator(topology, schedule), reference);
   Simulated s;
-  const sim::Simulator simulator(topology, schedule);
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    sim::SimResult r = simulator.run(sizes[i]);
-    s.time_us.push_back(r.time_us);
-    s.algbw_GBps.push_back(r.algbw_GBps);
-    s.busbw_GBps.push_back(r.busbw_GBps);
-    if (i == 0 || i + 1 == sizes.size())
-      s.critical_path += (s.critical_path.empty() ? "" : "; ") + critical_path_note(r);
-    if (i + 1 != sizes.size()) continue;
-    std::stable_sort(r.links.begin(), r.links.end(),
-                     [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
-    auto note = [&](const sim::LinkUsage& u) {
-      const topology::Link& l = topology.link(u.link);
-      return propose::LinkNote{topology.node(l.src).id, topology.node(l.dst).id, u.utilisation};
-    };
-    for (std::size_t k = 0; k < std::min(kLinkNotes, r.links.size()); ++k) {
-      s.busiest_links.push_back(note(r.links[k]));
-      s.idle_links.push_back(note(r.links[r.links.size() - 1 - k]));
-    }
+  s.results.assign(results.begin(), results.end());
+  if (results.empty()) return s;
+  s.critical_path = critical_path_note(results.front());
+  if (results.size() > 1) s.critical_path += "; " + critical_path_note(results.back());
+  std::vector<sim::LinkUsage>& links = results.back().links;
+  std::stable_sort(links.begin(), links.end(),
+                   [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
+  auto note = [&](const sim::LinkUsage& u) {
+    const topology::Link& l = topology.link(u.link);
+    return propose::LinkNote{topology.node(l.src).id, topology.node(l.dst).id, u.utilisation};
+  };
+  for (std::size_t k = 0; k < std::min(kLinkNotes, links.size()); ++k) {
+    s.busiest_links.push_back(note(links[k]));
+    s.idle_links.push_back(note(links[links.size() - 1 - k]));
   }
   return s;
 }

@@ -9,9 +9,9 @@
 
 #include "optiflow/compiler/limits.hpp"
 #include "optiflow/dsl/ast.hpp"
+#include "optiflow/explore/sweep.hpp"
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/schedule/schedule.hpp"
-#include "optiflow/topology/bounds.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::explore {
@@ -29,7 +29,7 @@ struct Compiled {
 };
 
 struct Simulated {
-  std::vector<double> time_us, algbw_GBps, busbw_GBps;       ///< per size
+  std::vector<support::SizeResult> results;                  ///< per size, with its bound
   std::vector<propose::LinkNote> busiest_links, idle_links;  ///< at the largest size
   std::string critical_path;  ///< at the smallest and the largest size (Parent::critical_path)
 };
@@ -65,7 +65,9 @@ struct CandidateBudget {
 Compiled compile_candidate(const Parsed& parsed, const topology::Topology& topology,
                            support::Collective collective, const CandidateBudget& budget = {});
 
+/// Simulates a compiled candidate at every size of `reference`, with what a proposer is shown
+/// of where its time goes.
 Simulated simulate_candidate(const schedule::Schedule& schedule, const topology::Topology& topology,
-                             const std::vector<std::uint64_t>& sizes);
+                             const Reference& reference);
 
 }  // namespace optiflow::explore

@@ -52,14 +52,11 @@ explore::Comparison from_record(const db::ComparisonRecord& record) {
     contender.name = k.name;
     contender.synthesis_s = k.synthesis_s;
     contender.status = k.status;
-    for (std::size_t i = 0; i < k.results.size(); ++i) {
-      const support::SizeResult& r = k.results[i];
-      contender.points.push_back(
-          explore::ContenderPoint{r.size_bytes, r.time_us, r.algbw_GBps, r.busbw_GBps,
-                                  i < k.choices.size() ? k.choices[i] : std::string()});
-    }
+    contender.results = k.results;
+    contender.choices = k.choices;
+    contender.choices.resize(k.results.size());
     if (k.name == "nccl")
-      for (const auto& p : contender.points) c.nccl_us.push_back(p.time_us);
+      for (const support::SizeResult& r : contender.results) c.nccl_us.push_back(r.time_us);
     c.contenders.push_back(std::move(contender));
   }
   return c;
@@ -70,7 +67,7 @@ explore::Comparison from_record(const db::ComparisonRecord& record) {
 ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent) {
   stored_ = new QComboBox(this);
   stored_->setMinimumWidth(320);
-  sizes_ = new QLineEdit("1K:1G", this);
+  sizes_ = new QLineEdit(support::kDefaultSizes, this);
   model_ = new QComboBox(this);
   model_->addItems({"alpha-beta", "flow"});
   run_ = new QPushButton(tr("Compare"), this);
@@ -263,8 +260,8 @@ void ComparisonView::show(explore::Comparison c) {
   table_->setRowCount(0);
   for (std::size_t s = 0; s < c.sizes.size(); ++s)
     for (const explore::Contender& k : c.contenders) {
-      if (s >= k.points.size()) continue;
-      const explore::ContenderPoint& p = k.points[s];
+      if (s >= k.results.size()) continue;
+      const support::SizeResult& p = k.results[s];
       const int row = table_->rowCount();
       table_->insertRow(row);
       auto set = [&](int column, const QString& text) {
@@ -279,7 +276,7 @@ void ComparisonView::show(explore::Comparison c) {
       set(4, QString::number(p.busbw_GBps, 'f', 2));
       set(5, QString::number(p.time_us / c.bound_us[s], 'f', 3));
       set(6, s < c.nccl_us.size() ? QString("%1x").arg(c.nccl_us[s] / p.time_us, 0, 'f', 2) : "-");
-      set(7, QString::fromStdString(p.choice));
+      set(7, QString::fromStdString(k.choices[s]));
     }
   table_->resizeColumnsToContents();
 
@@ -293,7 +290,7 @@ void ComparisonView::show(explore::Comparison c) {
   int colour = 0;
   for (const explore::Contender& k : c.contenders) {
     std::vector<double> busbw;
-    for (const auto& p : k.points) busbw.push_back(p.busbw_GBps);
+    for (const support::SizeResult& p : k.results) busbw.push_back(p.busbw_GBps);
     add_size_series(chart, QString::fromStdString(k.name), c.sizes, busbw, series_colour(colour++));
   }
   std::vector<double> bound_busbw;  // as the SVG plot draws it

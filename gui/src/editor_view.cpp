@@ -29,7 +29,6 @@
 #include "optiflow/gui/views.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
-#include "optiflow/topology/bounds.hpp"
 #include "optiflow/topology/topology_io.hpp"
 
 namespace optiflow::gui {
@@ -39,8 +38,8 @@ constexpr int kCompilePauseMs = 400;  // typing pause before a compile starts
 constexpr int kMaxTimelineBars = 20000;
 constexpr double kTimelineWidth = 1000;  // scene pixels for the whole collective
 constexpr double kBarHeight = 12, kRowHeight = 16, kLabelWidth = 110;
-const char* const kSimSizes = "1K:1G";
-const char* const kBaselines[] = {"nccl", "nccl-ring", "nccl-tree"};
+const char* const kSimSizes = support::kDefaultSizes;
+const char* const kBaselines[] = {"nccl-ring", "nccl-tree"};  // beside NCCL's tuner's pick
 
 // The DSL's keywords (docs/dsl.md, Grammar), its numbers, @nodes and comments.
 class DslHighlighter : public QSyntaxHighlighter {
@@ -131,6 +130,47 @@ CompileOutcome compile_text(int generation, const std::string& text,
   return out;
 }
 
+// A result per size from its time alone (the bound, NCCL's pick).
+std::vector<support::SizeResult> results_of(const std::vector<double>& time_us,
+                                            const explore::Reference& reference,
+                                            const topology::Topology& t,
+                                            support::Collective collective) {
+  std::vector<support::SizeResult> results;
+  for (std::size_t s = 0; s < time_us.size(); ++s)
+    results.push_back(
+        support::size_result(collective, t.rank_count(), reference.sizes[s], time_us[s]));
+  return results;
+}
+
+// NCCL's tuner's pick (from the reference) and its fixed algorithms, where they build.
+std::vector<Simulation::Baseline> baselines(const explore::Reference& reference,
+                                            const topology::Topology& t,
+                                            support::Collective collective) {
+  std::vector<Simulation::Baseline> curves;
+  if (!reference.nccl.empty()) {
+    std::vector<double> nccl_us;
+    for (const propose::NcclAtSize& pick : reference.nccl) nccl_us.push_back(pick.time_us);
+    curves.push_back({"nccl", results_of(nccl_us, reference, t, collective)});
+  }
+  for (const char* name : kBaselines) {
+    try {
+      const auto run = baselines::run_baseline(name, t, collective, reference.sizes);
+      Simulation::Baseline b{name, {}};
+      for (const auto& row : run.rows) b.results.push_back(row.sim);
+      curves.push_back(std::move(b));
+    } catch (const support::InputError&) {
+      // This baseline does not build here (collective or topology): no curve for it.
+    }
+  }
+  return curves;
+}
+
+std::vector<double> busbw_of(const std::vector<support::SizeResult>& results) {
+  std::vector<double> busbw;
+  for (const support::SizeResult& r : results) busbw.push_back(r.busbw_GBps);
+  return busbw;
+}
+
 std::shared_ptr<Simulation> simulate_text(const std::string& text,
                                           std::shared_ptr<const topology::Topology> topo,
                                           support::Collective collective,
@@ -142,23 +182,12 @@ std::shared_ptr<Simulation> simulate_text(const std::string& text,
     compiler::CompileOptions options;
     options.collective = collective;
     result->schedule = compiler::compile_program(text, "editor", t, options).schedule;
-    result->sizes = support::parse_sizes(kSimSizes);
-    const sim::Simulator simulator(t, result->schedule);
-    for (const sim::SimResult& r : simulator.sweep(result->sizes))
-      result->busbw_GBps.push_back(r.busbw_GBps);
-    const auto bound = topology::LowerBound::compute(t, collective);
-    for (std::uint64_t size : result->sizes)
-      result->bound_busbw_GBps.push_back(bound.at(size).busbw_GBps);
-    for (const char* name : kBaselines) {
-      try {
-        const auto run = baselines::run_baseline(name, t, collective, result->sizes);
-        Simulation::Baseline b{name, {}};
-        for (const auto& row : run.rows) b.busbw_GBps.push_back(row.sim.busbw_GBps);
-        result->baselines.push_back(std::move(b));
-      } catch (const support::InputError&) {
-        // This baseline does not build here (collective or topology): no curve for it.
-      }
-    }
+    result->reference = explore::Reference::compute(t, collective, support::parse_sizes(kSimSizes));
+    const std::vector<sim::SimResult> swept =
+        explore::sweep(sim::Simulator(t, result->schedule), result->reference);
+    result->results.assign(swept.begin(), swept.end());
+    result->bound = results_of(result->reference.bound_us, result->reference, t, collective);
+    result->baselines = baselines(result->reference, t, collective);
     sim::SimOptions detail;
     detail.record_timeline = true;
     result->detail = sim::Simulator(t, result->schedule, detail).run(timeline_size);
@@ -403,13 +432,14 @@ void EditorView::draw_bandwidth() {
                          : tr("Bus bandwidth (press Simulate)"),
                    tr("busbw (GB/s)"));
   if (!last_) return;
-  add_size_series(chart, tr("this program"), last_->sizes, last_->busbw_GBps, series_colour(0));
+  const std::vector<std::uint64_t>& sizes = last_->reference.sizes;
+  add_size_series(chart, tr("this program"), sizes, busbw_of(last_->results), series_colour(0));
   int colour = 1;
   for (const auto& b : last_->baselines)
-    add_size_series(chart, QString::fromStdString(b.name), last_->sizes, b.busbw_GBps,
+    add_size_series(chart, QString::fromStdString(b.name), sizes, busbw_of(b.results),
                     series_colour(colour++));
-  add_size_series(chart, tr("lower bound"), last_->sizes, last_->bound_busbw_GBps,
-                  QColor(214, 39, 40), true);
+  add_size_series(chart, tr("lower bound"), sizes, busbw_of(last_->bound), QColor(214, 39, 40),
+                  true);
 }
 
 void EditorView::draw_timeline() {

@@ -53,7 +53,7 @@ QString one_line(const std::string& program) {
 }  // namespace
 
 ExplorationView::ExplorationView(QWidget* parent) : QWidget(parent) {
-  sizes_ = new QLineEdit("1K:1G", this);
+  sizes_ = new QLineEdit(support::kDefaultSizes, this);
   proposer_ = new QComboBox(this);
   proposer_->addItems({"offline", "llm", "hybrid"});
   budget_ = new QSpinBox(this);

@@ -69,7 +69,7 @@ TEST_F(ExploreMeasureTest, FailedMeasurementsWarnAndLeaveTheSimulatedWinners) {
   ASSERT_EQ(failing.winners.size(), plain.winners.size());
   for (std::size_t s = 0; s < plain.winners.size(); ++s) {
     EXPECT_EQ(failing.winners[s].program_id, plain.winners[s].program_id);
-    EXPECT_DOUBLE_EQ(failing.winners[s].time_us, plain.winners[s].time_us);
+    EXPECT_DOUBLE_EQ(failing.winners[s].simulated.time_us, plain.winners[s].simulated.time_us);
     EXPECT_EQ(failing.winners[s].measured_time_us, 0);
   }
 }
@@ -99,7 +99,7 @@ TEST_F(ExploreMeasureTest, TheFastestMeasuredCandidateWinsEverySizeOnceOneIsMeas
   ASSERT_EQ(result.winners.size(), 2u);
   for (const SizeWinner& w : result.winners) {
     EXPECT_DOUBLE_EQ(w.measured_time_us, 1000.0 / static_cast<double>(hashes.size()));
-    EXPECT_GT(w.time_us, 0);  // the winner's simulated time, kept beside
+    EXPECT_GT(w.simulated.time_us, 0);  // the winner's simulated time, kept beside
   }
   EXPECT_EQ(result.winners[0].program_id, result.winners[1].program_id);
 }

@@ -148,7 +148,7 @@ TEST_F(GuiTest, SimulateDrawsTheBandwidthCurveTimelineAndUtilisation) {
   EXPECT_NE(std::find(names.begin(), names.end(), "lower bound"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "nccl"), names.end());
   EXPECT_EQ(points_in(editor->bandwidth_chart()),
-            static_cast<int>(names.size() * editor->last_simulation()->sizes.size()));
+            static_cast<int>(names.size() * editor->last_simulation()->reference.sizes.size()));
   // A ring on 16 GPUs: 15 steps per rank, each a transfer on the timeline.
   EXPECT_GE(editor->timeline_bars(), 16 * 15);
   EXPECT_GT(editor->critical_bars(), 0);

@@ -13,6 +13,7 @@
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/collective.hpp"
+#include "optiflow/support/size_result.hpp"
 
 namespace optiflow::explore {
 
@@ -27,7 +28,7 @@ struct ScheduleContender {
 struct CompareOptions {
   std::string topology = "a100x4";  ///< built-in name or topology JSON file
   support::Collective collective = support::Collective::all_gather;
-  std::vector<std::uint64_t> sizes;  ///< empty: 1K:1G
+  std::vector<std::uint64_t> sizes;  ///< empty: sizes_or_default (sweep.hpp)
   /// Contenders in order: "ours" (the best stored schedules), a baseline name
   /// (baselines::baseline_names()), or the name of one of `schedules`.
   std::vector<std::string> with = {"ours", "nccl"};
@@ -41,17 +42,12 @@ struct CompareOptions {
   std::function<void(const std::string&)> progress;
 };
 
-struct ContenderPoint {
-  std::uint64_t size_bytes = 0;
-  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0;
-  std::string choice;  ///< what ran at this size: "ring/LL128", "program #12 (LL)", ...
-};
-
 struct Contender {
   std::string name;
-  double synthesis_s = 0;              ///< time to build (search, construction or compile)
-  std::string status;                  ///< how it was built, one line
-  std::vector<ContenderPoint> points;  ///< per size
+  double synthesis_s = 0;                    ///< time to build (search, construction or compile)
+  std::string status;                        ///< how it was built, one line
+  std::vector<support::SizeResult> results;  ///< per size, with the bound
+  std::vector<std::string> choices;  ///< per size, what ran: "ring/LL128", "program #12 (LL)"
 };
 
 struct Comparison {

@@ -12,13 +12,14 @@
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/support/collective.hpp"
+#include "optiflow/support/size_result.hpp"
 
 namespace optiflow::explore {
 
 struct ExploreOptions {
   std::string topology = "a100x4";  ///< built-in name or topology JSON file
   support::Collective collective = support::Collective::all_gather;
-  std::vector<std::uint64_t> sizes;  ///< empty = 1K:1G
+  std::vector<std::uint64_t> sizes;  ///< empty: sizes_or_default (sweep.hpp)
   std::int64_t budget = 500;         ///< candidates evaluated (duplicates are free)
   double time_limit_s = 0;           ///< 0 = none; a time limit makes runs irreproducible
   std::string proposer = "offline";  ///< the name given to the ProposerFactory
@@ -47,18 +48,16 @@ struct ExploreOptions {
 
 /// The best schedule found for one size.
 struct SizeWinner {
-  std::uint64_t size_bytes = 0;
+  support::SizeResult simulated;  ///< in the alpha-beta model, with the bound at this size
   std::int64_t program_id = 0;
   std::string program_source;
-  double time_us = 0, busbw_GBps = 0, bound_us = 0;
   double flow_busbw_GBps = 0;  ///< the same schedule in the flow model
-  /// NCCL at this size: what its tuner picks (algorithm/protocol), simulated in the same cost
-  /// model; 0 and empty where the NCCL baseline does not build this collective.
-  double nccl_time_us = 0;
-  std::string nccl_choice;
+  /// NCCL at this size: what its tuner picks, simulated in the same cost model; time 0 and no
+  /// choice where the NCCL baseline does not build this collective.
+  propose::NcclAtSize nccl;
   std::string schedule_path, msccl_path;
   /// With --hw: the winner's measured time (0 = not measured). Once some candidate is measured
-  /// at a size, the winner there is the fastest measured one; time_us stays its simulated time.
+  /// at a size, the winner there is the fastest measured one; `simulated` stays its simulation.
   double measured_time_us = 0;
 };
 

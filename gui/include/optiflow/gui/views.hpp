@@ -17,6 +17,7 @@
 #include "optiflow/db/store.hpp"
 #include "optiflow/explore/compare.hpp"
 #include "optiflow/explore/explore.hpp"
+#include "optiflow/explore/sweep.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/topology/topology.hpp"
 
@@ -97,11 +98,12 @@ class TopologyView : public QWidget {
 /// One compile-and-simulate of the editor's program, as the worker hands it back.
 struct Simulation {
   std::string error;  ///< non-empty: it did not compile or simulate
-  std::vector<std::uint64_t> sizes;
-  std::vector<double> busbw_GBps, bound_busbw_GBps;
+  explore::Reference reference;               ///< the sizes, the bound and NCCL's pick
+  std::vector<support::SizeResult> results;   ///< per size, with the bound
+  std::vector<support::SizeResult> bound;     ///< per size: the bound, as a result
   struct Baseline {
     std::string name;
-    std::vector<double> busbw_GBps;
+    std::vector<support::SizeResult> results;  ///< per size
   };
   std::vector<Baseline> baselines;
   schedule::Schedule schedule;

@@ -8,6 +8,9 @@
 
 namespace optiflow::support {
 
+/// The sizes a command or a view runs when given none: 1 KiB to 1 GiB, doubling (21 sizes).
+inline constexpr char kDefaultSizes[] = "1K:1G";
+
 /// Parses one size: an integer number of bytes with an optional K, M, G or T suffix (powers of
 /// two; "KiB"/"KB"/"B" spellings accepted). Throws InputError naming `what` on bad input.
 std::uint64_t parse_size(std::string_view text, const std::string& what = "size");
