@@ -1,19 +1,19 @@
+// The MPI backend (mpi_backend.hpp): what the job driver asks of it, over MPI point-to-point.
 #include "optiflow/hw_runner/mpi_backend.hpp"
 
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "job_driver.hpp"
 #include "mpi_support.hpp"
 #include "optiflow/hw_runner/buffers.hpp"
 #include "optiflow/hw_runner/executor.hpp"
 #include "optiflow/schedule/flat_schedule.hpp"
-#include "optiflow/support/sizes.hpp"
 
 namespace optiflow::hw_runner {
 namespace {
@@ -62,118 +62,82 @@ class MpiTransport final : public Transport {
   std::vector<Handle> free_;
 };
 
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", seconds);
-  return text;
-}
-
-class MpiJob {
+// The native collective: one blocking MPI call per execution, under the watchdog.
+class MpiNative final : public detail::Execution {
  public:
-  MpiJob(const schedule::Schedule& schedule, const RunOptions& options)
-      : schedule_(schedule), options_(options), flat_(schedule), watchdog_(session_) {}
-
-  int run(const Reporter& reporter) {
-    try {
-      return measure_all(reporter);
-    } catch (const std::exception& e) {
-      session_.abort_job(e.what(), 1);
-    }
-  }
+  MpiNative(RankBuffers& buffers, Watchdog& watchdog, double timeout_s)
+      : buffers_(buffers), watchdog_(watchdog), timeout_s_(timeout_s) {}
+  void run_checked(const std::string& what) override { call(what); }
+  void issue(const std::string& what) override { call(what); }
 
  private:
-  int measure_all(const Reporter& reporter) {
-    if (session_.size() != schedule_.ranks)
-      session_.abort_job("the schedule has " + std::to_string(schedule_.ranks) +
-                             " ranks but the job has " + std::to_string(session_.size()) +
-                             " processes (mpirun -np " + std::to_string(schedule_.ranks) + ")",
-                         2);
-    const JobInfo job = detail::describe_job(session_, "mpi");
-    oversubscribed_ = find_oversubscription();
-    if (session_.rank() == 0 && reporter.on_start) reporter.on_start(job);
-    bool any_wrong = false;
-    for (std::uint64_t requested : options_.sizes) {
-      const SizeResult result = measure_size(round_size(schedule_, requested));
-      any_wrong = any_wrong || result.schedule.wrong > 0 || result.native.wrong > 0;
-      if (session_.rank() == 0 && reporter.on_size) reporter.on_size(result);
-    }
-    barrier("the final barrier");
-    return any_wrong ? kWrongData : 0;
-  }
-
-  SizeResult measure_size(std::uint64_t size_bytes) {
-    const std::string size_text = support::format_size(size_bytes);
-    SizeResult result;
-    result.size_bytes = size_bytes;
-    result.elements = size_bytes / sizeof(Element);
-    RankBuffers buffers(BufferLayout::of(schedule_, session_.rank(), size_bytes));
-    RankExecutor executor(flat_, session_.rank(), buffers, transport_);
-
-    buffers.fill();
-    inject_faults();
-    execute(executor, "the checked execution at " + size_text);
-    const std::uint64_t wrong = sum_over_ranks(buffers.count_wrong(), size_text);
-    double time_us = 0;
-    if (wrong == 0)
-      time_us = timed(size_text, [&] { execute(executor, "a timed execution at " + size_text); });
-    result.schedule = make_measurement(schedule_.name, schedule_.collective, schedule_.ranks,
-                                       size_bytes, time_us, wrong);
-    if (options_.native) result.native = measure_native(size_bytes, buffers.layout());
-    return result;
-  }
-
-  Measurement measure_native(std::uint64_t size_bytes, BufferLayout layout) {
-    const std::string name = mpi_native_name(schedule_.collective);
-    const std::string size_text = support::format_size(size_bytes);
-    // Out of place: MPI's in-place Reduce_scatter_block leaves the result at the start of the
-    // buffer, not at the rank's slice, so one layout serves all three.
-    layout.inplace = false;
-    const bool gather = layout.collective == support::Collective::all_gather;
-    const bool scatter = layout.collective == support::Collective::reduce_scatter;
-    layout.input_chunks = gather ? layout.own_chunks : layout.chunks;
-    layout.output_chunks = scatter ? layout.own_chunks : layout.chunks;
-    layout.scratch_chunks = 0;
-    RankBuffers buffers(layout);
+  void call(const std::string& what) {
+    const BufferLayout& layout = buffers_.layout();
     const int own =
         static_cast<int>(static_cast<std::size_t>(layout.own_chunks) * layout.chunk_elems);
     const int all = static_cast<int>(static_cast<std::size_t>(layout.chunks) * layout.chunk_elems);
-    auto call = [&] {
-      Element* in = buffers.input().data();
-      Element* out = buffers.output().data();
-      watchdog_.arm(name + " at " + size_text, options_.timeout_s);
-      if (gather)
-        check_mpi(MPI_Allgather(in, own, element_type(), out, own, element_type(), MPI_COMM_WORLD),
-                  "MPI_Allgather");
-      else if (scatter)
-        check_mpi(MPI_Reduce_scatter_block(in, out, own, element_type(), MPI_SUM, MPI_COMM_WORLD),
-                  "MPI_Reduce_scatter_block");
-      else
-        check_mpi(MPI_Allreduce(in, out, all, element_type(), MPI_SUM, MPI_COMM_WORLD),
-                  "MPI_Allreduce");
-      watchdog_.disarm();
-    };
-    buffers.fill();
-    call();
-    const std::uint64_t wrong = sum_over_ranks(buffers.count_wrong(), size_text);
-    const double time_us = wrong == 0 ? timed(size_text, call) : 0;
-    return make_measurement(name, schedule_.collective, schedule_.ranks, size_bytes, time_us,
-                            wrong);
+    Element* in = buffers_.input().data();
+    Element* out = buffers_.output().data();
+    watchdog_.arm(what, timeout_s_);
+    if (layout.collective == support::Collective::all_gather)
+      check_mpi(MPI_Allgather(in, own, element_type(), out, own, element_type(), MPI_COMM_WORLD),
+                "MPI_Allgather");
+    else if (layout.collective == support::Collective::reduce_scatter)
+      check_mpi(MPI_Reduce_scatter_block(in, out, own, element_type(), MPI_SUM, MPI_COMM_WORLD),
+                "MPI_Reduce_scatter_block");
+    else
+      check_mpi(MPI_Allreduce(in, out, all, element_type(), MPI_SUM, MPI_COMM_WORLD),
+                "MPI_Allreduce");
+    watchdog_.disarm();
   }
 
-  /// nccl-tests: warm-up, barrier, timed iterations; the slowest rank's mean, on every rank.
-  template <typename Body>
-  double timed(const std::string& size_text, Body&& body) {
-    for (int i = 0; i < options_.warmup_iters; ++i) body();
-    barrier("the barrier before the timed iterations at " + size_text);
-    const double start = MPI_Wtime();
-    for (int i = 0; i < options_.iters; ++i) body();
-    double mine_us = (MPI_Wtime() - start) * 1e6 / std::max(options_.iters, 1), slowest_us = 0;
-    watchdog_.arm("the time reduction at " + size_text, options_.timeout_s);
-    check_mpi(MPI_Allreduce(&mine_us, &slowest_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
-              "MPI_Allreduce");
-    watchdog_.disarm();
-    return slowest_us;
+  RankBuffers& buffers_;
+  Watchdog& watchdog_;
+  double timeout_s_;
+};
+
+// The backend: the schedule through a RankExecutor over MPI point-to-point, each execution
+// complete when issue() returns; MPI_Wtime as the clock.
+class MpiBackend final : public detail::Backend {
+ public:
+  MpiBackend(const MpiSession& session, Watchdog& watchdog, const schedule::Schedule& schedule,
+             const RunOptions& options)
+      : session_(session),
+        watchdog_(watchdog),
+        schedule_(schedule),
+        options_(options),
+        flat_(schedule) {}
+
+  JobInfo start() override {
+    const JobInfo job = detail::describe_job(session_, "mpi");
+    oversubscribed_ = find_oversubscription();
+    return job;
   }
+  std::string native_name() const override { return mpi_native_name(schedule_.collective); }
+  std::unique_ptr<detail::Execution> schedule(RankBuffers& buffers) override {
+    return std::make_unique<ScheduleExecution>(*this, buffers);
+  }
+  std::unique_ptr<detail::Execution> native(RankBuffers& buffers) override {
+    return std::make_unique<MpiNative>(buffers, watchdog_, options_.timeout_s);
+  }
+  void wait(const std::string&) override {}
+  void start_clock() override { clock_start_ = MPI_Wtime(); }
+  void stop_clock() override { clock_stop_ = MPI_Wtime(); }
+  double elapsed_us() override { return (clock_stop_ - clock_start_) * 1e6; }
+
+ private:
+  class ScheduleExecution final : public detail::Execution {
+   public:
+    ScheduleExecution(MpiBackend& backend, RankBuffers& buffers)
+        : backend_(backend),
+          executor_(backend.flat_, backend.session_.rank(), buffers, backend.transport_) {}
+    void run_checked(const std::string& what) override { backend_.execute(executor_, what); }
+    void issue(const std::string& what) override { backend_.execute(executor_, what); }
+
+   private:
+    MpiBackend& backend_;
+    RankExecutor executor_;
+  };
 
   void execute(RankExecutor& executor, const std::string& what) {
     // The executor's own deadline names the steps it waits on; the watchdog, a little later,
@@ -184,9 +148,9 @@ class MpiJob {
     std::size_t idle_polls = 0, completed = 0;
     for (std::uint32_t polls = 1; !executor.progress(); ++polls) {
       if (polls % 64 == 0 && MPI_Wtime() > deadline)
-        session_.abort_job("timed out after " + seconds_text(options_.timeout_s) + " s in " + what +
-                               ":\n" + executor.waiting_on(),
-                           kTimedOut);
+        session_.abort_job(
+            detail::timeout_message(options_.timeout_s, what) + ":\n" + executor.waiting_on(),
+            kTimedOut);
       idle_polls = executor.steps_completed() == completed ? idle_polls + 1 : 0;
       completed = executor.steps_completed();
       wait_idle(idle_polls);
@@ -206,48 +170,19 @@ class MpiJob {
   }
 
   bool find_oversubscription() {
-    MPI_Comm node = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, session_.rank(),
-                                  MPI_INFO_NULL, &node),
-              "MPI_Comm_split_type");
-    int local_ranks = 1;
-    MPI_Comm_size(node, &local_ranks);
-    MPI_Comm_free(&node);
+    const int local_ranks = detail::node_place(session_).ranks;
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return cores > 0 && local_ranks > cores;
   }
 
-  void barrier(const std::string& what) {
-    watchdog_.arm(what, options_.timeout_s);
-    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-    watchdog_.disarm();
-  }
-
-  std::uint64_t sum_over_ranks(std::uint64_t mine, const std::string& size_text) {
-    unsigned long long local = mine, total = 0;
-    watchdog_.arm("the data check's reduction at " + size_text, options_.timeout_s);
-    check_mpi(MPI_Allreduce(&local, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD),
-              "MPI_Allreduce");
-    watchdog_.disarm();
-    return total;
-  }
-
-  void inject_faults() {
-    if (session_.rank() == options_.crash_rank) std::abort();
-    if (session_.rank() == options_.hang_rank && !hung_) {
-      hung_ = true;
-      for (;;) pause();  // stuck for good, with no watchdog of its own: the others must notice
-    }
-  }
-
+  const MpiSession& session_;
+  Watchdog& watchdog_;
   const schedule::Schedule& schedule_;
   const RunOptions& options_;
-  MpiSession session_;
   schedule::FlatSchedule flat_;
-  Watchdog watchdog_;
   MpiTransport transport_;
-  bool hung_ = false;
   bool oversubscribed_ = false;
+  double clock_start_ = 0, clock_stop_ = 0;
 };
 
 }  // namespace
@@ -265,8 +200,14 @@ std::string mpi_native_name(support::Collective collective) {
 
 int run_mpi_job(const schedule::Schedule& schedule, const RunOptions& options,
                 const Reporter& reporter) {
-  MpiJob job(schedule, options);
-  return job.run(reporter);
+  MpiSession session;
+  Watchdog watchdog(session);
+  MpiBackend backend(session, watchdog, schedule, options);
+  try {
+    return detail::run_job(session, watchdog, schedule, options, backend, reporter);
+  } catch (const std::exception& e) {
+    session.abort_job(e.what(), 1);
+  }
 }
 
 }  // namespace optiflow::hw_runner

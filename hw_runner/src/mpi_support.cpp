@@ -1,3 +1,5 @@
+// The MPI session, typed MPI errors, the watchdog and the job's description that both backends
+// use (mpi_support.hpp).
 #include "mpi_support.hpp"
 
 #include <cstdio>
@@ -16,9 +18,7 @@ std::string error_string(int code) {
 }  // namespace
 
 MpiError::MpiError(const std::string& call, int code)
-    : std::runtime_error(call + " failed: " + error_string(code) + " (MPI error " +
-                         std::to_string(code) + ")"),
-      code_(code) {}
+    : CallError("MPI", call, code, error_string(code)) {}
 
 MpiSession::MpiSession() {
   int provided = 0;
@@ -84,28 +84,50 @@ void Watchdog::watch() {
         std::chrono::steady_clock::now() >= deadline_) {
       // Another thread may not call MPI here (MPI_THREAD_FUNNELED): the process ends, and
       // mpirun takes the job down with it.
-      std::fprintf(stderr,
-                   "optiflow run: rank %d (host %s): timed out after %.0f s in %s; ending the "
-                   "job\n",
-                   session_.rank(), session_.host().c_str(), seconds_, what_.c_str());
+      std::fprintf(stderr, "optiflow run: rank %d (host %s): %s; ending the job\n", session_.rank(),
+                   session_.host().c_str(), timeout_message(seconds_, what_).c_str());
       std::fflush(stderr);
       std::_Exit(kTimedOut);
     }
   }
 }
 
-JobInfo describe_job(const MpiSession& session, const std::string& backend) {
-  JobInfo job;
-  job.backend = backend;
-  job.ranks = session.size();
+std::string timeout_message(double seconds, const std::string& what) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return "timed out after " + std::string(text) + " s in " + what;
+}
+
+NodePlace node_place(const MpiSession& session) {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, session.rank(), MPI_INFO_NULL,
+                                &node),
+            "MPI_Comm_split_type");
+  NodePlace place;
+  MPI_Comm_rank(node, &place.rank);
+  MPI_Comm_size(node, &place.ranks);
+  MPI_Comm_free(&node);
+  return place;
+}
+
+std::vector<std::string> gather_hosts(const MpiSession& session) {
   std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
   session.host().copy(mine.data(), mine.size() - 1);
   std::vector<char> all(mine.size() * static_cast<std::size_t>(session.size()));
   check_mpi(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
                           static_cast<int>(mine.size()), MPI_CHAR, MPI_COMM_WORLD),
             "MPI_Allgather");
+  std::vector<std::string> hosts;
   for (int r = 0; r < session.size(); ++r)
-    job.hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * mine.size());
+    hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * mine.size());
+  return hosts;
+}
+
+JobInfo describe_job(const MpiSession& session, const std::string& backend) {
+  JobInfo job;
+  job.backend = backend;
+  job.ranks = session.size();
+  job.hosts = gather_hosts(session);
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   check_mpi(MPI_Get_library_version(version, &length), "MPI_Get_library_version");

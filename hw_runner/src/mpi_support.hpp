@@ -13,18 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "call_error.hpp"
 #include "optiflow/hw_runner/measure.hpp"
 
 namespace optiflow::hw_runner::detail {
 
-/// A failed MPI call: the call and MPI's error string.
-class MpiError : public std::runtime_error {
+/// A failed MPI call (code: the MPI error code; message: MPI_Error_string's text).
+class MpiError : public CallError {
  public:
   MpiError(const std::string& call, int code);
-  int code() const { return code_; }
-
- private:
-  int code_;
 };
 
 inline void check_mpi(int code, const char* call) {
@@ -69,6 +66,19 @@ class Watchdog {
   bool armed_ = false, stop_ = false;
   std::thread thread_;
 };
+
+/// "timed out after SECONDS s in WHAT": the one form of every timeout message of the runner.
+std::string timeout_message(double seconds, const std::string& what);
+
+/// This rank's place among the ranks of its node (MPI_COMM_TYPE_SHARED); collective.
+struct NodePlace {
+  int rank = 0;   ///< its rank on the node
+  int ranks = 1;  ///< the node's ranks
+};
+NodePlace node_place(const MpiSession& session);
+
+/// Each rank's host, gathered on every rank (collective).
+std::vector<std::string> gather_hosts(const MpiSession& session);
 
 /// Hosts per rank and the MPI library's version line, gathered on every rank.
 JobInfo describe_job(const MpiSession& session, const std::string& backend);
