@@ -70,7 +70,8 @@ const std::string& candidate_program(int which) {
 
 // explore's default --sizes.
 const std::vector<std::uint64_t>& explore_sizes() {
-  static const std::vector<std::uint64_t> sizes = optiflow::support::parse_sizes("1K:1G");
+  static const std::vector<std::uint64_t> sizes =
+      optiflow::support::parse_sizes(optiflow::support::kDefaultSizes);
   return sizes;
 }
 

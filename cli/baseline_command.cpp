@@ -21,7 +21,8 @@ namespace optiflow::cli {
 namespace {
 
 struct BaselineArgs {
-  std::string name, topology, collective = "allgather", sizes = "1K:1G", model = "alpha-beta";
+  std::string name, topology, collective = "allgather", sizes = support::kDefaultSizes,
+                              model = "alpha-beta";
   std::string output, msccl_xml, taccl_topology;
   bool json = false;
   baselines::SynthesisOptions synthesis;

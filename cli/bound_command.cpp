@@ -18,7 +18,7 @@ namespace {
 struct BoundArgs {
   std::string topology;
   std::string collective = "allgather";
-  std::string sizes = "1K:1G";
+  std::string sizes = support::kDefaultSizes;
   bool json = false;
 };
 

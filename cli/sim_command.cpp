@@ -18,7 +18,8 @@ namespace optiflow::cli {
 namespace {
 
 struct SimArgs {
-  std::string input, topology, collective = "allgather", sizes = "1K:1G", model = "alpha-beta";
+  std::string input, topology, collective = "allgather", sizes = support::kDefaultSizes,
+                               model = "alpha-beta";
   std::string timeline;
   bool json = false;
 };

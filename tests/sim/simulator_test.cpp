@@ -700,7 +700,7 @@ TEST(SimMscclXml, RingFileSimulatesToTheRingFormula) {
 TEST(SimSweep, SweepEqualsRunAtEverySizeAndRepeats) {
   const Topology topo = builtin("a100x2");
   const Schedule schedule = compile("rd over rails\ndirect over hosts", topo);
-  const auto sizes = support::parse_sizes("1K:1G");
+  const auto sizes = support::parse_sizes(support::kDefaultSizes);
   ASSERT_EQ(sizes.size(), 21u);
   for (Model model : {Model::alpha_beta, Model::flow}) {
     SimOptions options = with_model(model);

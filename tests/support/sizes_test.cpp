@@ -18,7 +18,7 @@ TEST(Sizes, SuffixesArePowersOfTwo) {
 TEST(Sizes, RangesDoubleAndListsMerge) {
   EXPECT_EQ(parse_sizes("1K:8K"), (std::vector<std::uint64_t>{1024, 2048, 4096, 8192}));
   EXPECT_EQ(parse_sizes("1M,1K:2K,1K"), (std::vector<std::uint64_t>{1024, 2048, 1u << 20}));
-  EXPECT_EQ(parse_sizes("1K:1G").size(), 21u);
+  EXPECT_EQ(parse_sizes(kDefaultSizes).size(), 21u);
   EXPECT_EQ(parse_sizes("3K:8K"), (std::vector<std::uint64_t>{3072, 6144}));
 }
 
