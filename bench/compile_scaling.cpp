@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "optiflow/compiler/compiler.hpp"
+#include "optiflow/support/units.hpp"
 #include "optiflow/topology/generators.hpp"
 
 namespace {
@@ -143,7 +144,7 @@ Measurement measure(const std::string& program, int hosts, bool verify, const Se
 }
 
 double micros_per_transfer(const Measurement& m) {
-  return m.cpu_seconds * 1e6 / static_cast<double>(m.transfers);
+  return support::us_of_seconds(m.cpu_seconds) / static_cast<double>(m.transfers);
 }
 
 void print_cell(const Measurement& m, const Measurement& first) {

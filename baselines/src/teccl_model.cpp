@@ -11,6 +11,7 @@
 
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/strings.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::baselines::teccl {
 namespace {
@@ -61,7 +62,7 @@ Fabric make_fabric(const topology::Topology& topology, int chunks_per_rank, Tecc
   fabric.epoch_GBps = epoch == TecclEpoch::fastest
                           ? std::max_element(links.begin(), links.end(), by_bw)->bw_GBps
                           : std::min_element(links.begin(), links.end(), by_bw)->bw_GBps;
-  const double epoch_us = chunk_bytes / (fabric.epoch_GBps * 1e3);
+  const double epoch_us = support::transfer_us(chunk_bytes, fabric.epoch_GBps);
   const std::size_t nodes = topology.node_count();
   fabric.in_arcs.resize(nodes);
   fabric.out_arcs.resize(nodes);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "calibration_pairs.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::hw_runner {
 
@@ -21,7 +22,7 @@ LinkFit fit_alpha_beta(std::span<const PairSample> samples) {
   LinkFit fit;
   fit.alpha_us = std::max(0.0, x(0));
   const double us_per_byte = x(1);
-  fit.bw_GBps = us_per_byte > 0 ? 1.0 / (us_per_byte * 1e3) : 1e6;
+  fit.bw_GBps = us_per_byte > 0 ? support::GBps_of(1.0, us_per_byte) : 1e6;
   const Eigen::VectorXd residual = design * x - times;
   fit.rms_error_us =
       samples.empty() ? 0 : std::sqrt(residual.squaredNorm() / static_cast<double>(samples.size()));
@@ -87,7 +88,7 @@ double mpi_ping_pong(std::vector<char>& buffer, const CalibrationOptions& option
       send();
     }
   }
-  return (MPI_Wtime() - start) * 1e6 / (2.0 * std::max(options.iters, 1));
+  return support::us_of_seconds(MPI_Wtime() - start) / (2.0 * std::max(options.iters, 1));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "optiflow/support/sizes.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::hw_runner {
 namespace {
@@ -33,7 +34,7 @@ Measurement make_measurement(std::string name, support::Collective collective, s
   m.measured = wrong == 0 && time_us > 0;
   if (!m.measured) return m;
   m.time_us = time_us;
-  m.algbw_GBps = static_cast<double>(size_bytes) / time_us / 1e3;  // bytes/us = 1e6 B/s
+  m.algbw_GBps = support::GBps_of(static_cast<double>(size_bytes), time_us);
   m.busbw_GBps = m.algbw_GBps * support::busbw_factor(collective, ranks);
   return m;
 }

@@ -14,6 +14,7 @@
 #include "optiflow/hw_runner/buffers.hpp"
 #include "optiflow/hw_runner/executor.hpp"
 #include "optiflow/schedule/flat_schedule.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::hw_runner {
 namespace {
@@ -123,7 +124,7 @@ class MpiBackend final : public detail::Backend {
   void wait(const std::string&) override {}
   void start_clock() override { clock_start_ = MPI_Wtime(); }
   void stop_clock() override { clock_stop_ = MPI_Wtime(); }
-  double elapsed_us() override { return (clock_stop_ - clock_start_) * 1e6; }
+  double elapsed_us() override { return support::us_of_seconds(clock_stop_ - clock_start_); }
 
  private:
   class ScheduleExecution final : public detail::Execution {

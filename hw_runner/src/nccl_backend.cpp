@@ -13,6 +13,7 @@
 #include "nccl_support.hpp"
 #include "optiflow/hw_runner/buffers.hpp"
 #include "optiflow/hw_runner/level_plan.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::hw_runner {
 namespace {
@@ -129,7 +130,7 @@ class NcclBackend final : public detail::Backend {
     float elapsed_ms = 0;
     check_cuda(cudaEventElapsedTime(&elapsed_ms, clock_start_, clock_stop_),
                "cudaEventElapsedTime");
-    return elapsed_ms * 1e3;
+    return support::us_of_ms(elapsed_ms);
   }
 
  private:

@@ -9,6 +9,7 @@
 #include "nccl_support.hpp"
 #include "optiflow/hw_runner/nccl_backend.hpp"
 #include "optiflow/support/sizes.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::hw_runner {
 namespace {
@@ -68,7 +69,7 @@ class NcclCalibration {
     if (!measuring) return 0;
     float elapsed_ms = 0;
     check_cuda(cudaEventElapsedTime(&elapsed_ms, start_, stop_), "cudaEventElapsedTime");
-    return elapsed_ms * 1e3 / (2.0 * std::max(options_.iters, 1));
+    return support::us_of_ms(elapsed_ms) / (2.0 * std::max(options_.iters, 1));
   }
 
   // The measuring rank sends first; each transfer is its own group call on the stream.

@@ -16,6 +16,7 @@
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/text_file.hpp"
+#include "optiflow/support/units.hpp"
 
 namespace optiflow::schedule {
 namespace {
@@ -153,7 +154,8 @@ Fabric dgx1_fabric(const TecclInput& in) {
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 8; ++j)
       if (kLinks[i][j] > 0)
-        fabric.at(i, j) = {25.0 * kLinks[i][j], in.link_alpha_s * 1e6, LinkKind::nvlink};
+        fabric.at(i, j) = {25.0 * kLinks[i][j], support::us_of_seconds(in.link_alpha_s),
+                           LinkKind::nvlink};
   return fabric;
 }
 
@@ -203,7 +205,7 @@ Fabric amd_fabric(const TecclInput& in) {
   fabric.name = "teccl-amd";
   for (int i = 0; i < 16; ++i)
     for (const auto& [j, w] : adjacency[static_cast<std::size_t>(i)])
-      fabric.at(i, j) = {50.0 * w, in.link_alpha_s * 1e6, LinkKind::other};
+      fabric.at(i, j) = {50.0 * w, support::us_of_seconds(in.link_alpha_s), LinkKind::other};
   return fabric;
 }
 
@@ -218,7 +220,7 @@ Fabric mesh_fabric(const TecclInput& in) {
   for (int i = 0; i < nodes; ++i)
     for (int j = 0; j < nodes; ++j)
       if (j == i - 1 || j == i + 1 || j == i - side || j == i + side)
-        fabric.at(i, j) = {100, in.link_alpha_s * 1e6, LinkKind::other};
+        fabric.at(i, j) = {100, support::us_of_seconds(in.link_alpha_s), LinkKind::other};
   return fabric;
 }
 
@@ -437,7 +439,8 @@ std::vector<std::string> notes_for(const TecclInput& in, const BuiltTopology& bu
   const double epochs = static_cast<double>(root.int32("3-Epochs_Required", 1));
   const double finish_s = root.number_or("4-Collective_Finish_Time", epoch_s * epochs);
   notes.push_back(format("TE-CCL: %.0f epochs of %g us = %g us for %g GB per GPU", epochs,
-                         epoch_s * 1e6, finish_s * 1e6, in.chunk_size_GB));
+                         support::us_of_seconds(epoch_s), support::us_of_seconds(finish_s),
+                         in.chunk_size_GB));
   if (root.has("5-Algo_Bandwidth"))
     notes.push_back(
         format("TE-CCL: 5-Algo_Bandwidth %g GB/s (node_per_chassis * chassis * "

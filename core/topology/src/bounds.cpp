@@ -203,7 +203,7 @@ double latency_bound_us(const Topology& topology) {
 double PhaseBound::bandwidth_us(std::uint64_t size_bytes) const {
   if (ranks < 2 || cut.out_bw_GBps <= 0) return 0;
   const double bytes_out = static_cast<double>(size_bytes) / ranks * cut.gpus_inside;
-  return bytes_out / (cut.out_bw_GBps * 1e3);  // GB/s = 1e3 bytes per microsecond
+  return support::transfer_us(bytes_out, cut.out_bw_GBps);
 }
 
 double PhaseBound::time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const {

@@ -6,6 +6,18 @@
 namespace optiflow::support {
 
 inline constexpr double kBytesPerUsPerGBps = 1e3;
+inline constexpr double kUsPerSecond = 1e6;
+inline constexpr double kUsPerMs = 1e3;
+
+/// A time in seconds (MPI_Wtime, solvers' and TE-CCL's figures) in microseconds.
+constexpr double us_of_seconds(double seconds) {
+  return seconds * kUsPerSecond;
+}
+
+/// A time in milliseconds (CUDA events) in microseconds.
+constexpr double us_of_ms(double ms) {
+  return ms * kUsPerMs;
+}
 
 /// A bandwidth in GB/s as bytes per microsecond.
 constexpr double bytes_per_us(double GBps) {
