@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "optiflow/support/units.hpp"
 #include "temp_db.hpp"
 
 namespace optiflow::db {
@@ -64,8 +65,8 @@ class HistoryTest : public ::testing::Test {
       r.diagnostics = "error";
     }
     for (const auto& [size, time_us] : times)
-      r.sims.push_back(
-          support::SizeResult{size, time_us, static_cast<double>(size) / time_us / 1e3, 0, 1});
+      r.sims.push_back(support::SizeResult{
+          size, time_us, support::GBps_of(static_cast<double>(size), time_us), 0, 1});
     store_.record_candidate(r);
     return store_.candidates(run_).back().program_id;
   }

@@ -3,13 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include "optiflow/support/units.hpp"
+
 namespace optiflow::hw_runner {
 namespace {
 
 TEST(FitAlphaBetaTest, RecoversAlphaAndBandwidthFromExactSamples) {
   std::vector<PairSample> samples;
   for (std::uint64_t bytes : {1024ull, 65536ull, 1048576ull})
-    samples.push_back({0, 1, bytes, 3.0 + static_cast<double>(bytes) / (12.5 * 1e3)});
+    samples.push_back({0, 1, bytes, 3.0 + support::transfer_us(static_cast<double>(bytes), 12.5)});
   const LinkFit fit = fit_alpha_beta(samples);
   EXPECT_NEAR(fit.alpha_us, 3.0, 1e-9);
   EXPECT_NEAR(fit.bw_GBps, 12.5, 1e-9);
