@@ -319,105 +319,133 @@ class PlanReader {
     for (const Plain& tb : gpu.at("threadblocks")) read_block(tb, rank, peers, remote, program);
   }
 
+  // A thread block being read: where its ops send and receive, and its steps so far.
+  struct Block {
+    std::int32_t rank = 0, index = 0;  ///< its rank, and its index among the rank's blocks
+    ThreadBlock tb;
+    const std::vector<std::int32_t>& peers;
+    const std::vector<std::pair<std::int32_t, BufferKind>>& remote;
+    std::vector<std::int32_t> channels, buffers;
+
+    std::int32_t peer_of(const Plain& op) const {
+      return peers.at(
+          static_cast<std::size_t>(channels.at(op.at("channel_ids").at(0).get<std::size_t>())));
+    }
+  };
+
   void read_block(const Plain& json_tb, std::int32_t rank, const std::vector<std::int32_t>& peers,
                   const std::vector<std::pair<std::int32_t, BufferKind>>& remote,
                   RankProgram& program) {
-    ThreadBlock tb;
-    tb.channel = json_tb.value("channel", 0);
-    std::vector<std::int32_t> channels, buffers;
+    Block block{rank, static_cast<std::int32_t>(program.tbs.size()), {}, peers, remote, {}, {}};
+    block.tb.channel = json_tb.value("channel", 0);
     for (const Plain& group : json_tb.at("channels"))
-      for (const Plain& id : group.at("channel_ids")) channels.push_back(id.get<std::int32_t>());
+      for (const Plain& id : group.at("channel_ids"))
+        block.channels.push_back(id.get<std::int32_t>());
     for (const Plain& group : json_tb.at("remote_buffer_refs"))
       for (const Plain& id : group.at("remote_buffer_ids"))
-        buffers.push_back(id.get<std::int32_t>());
-    const auto tb_index = static_cast<std::int32_t>(program.tbs.size());
-    const auto peer_of = [&](const Plain& op) {
-      return peers.at(
-          static_cast<std::size_t>(channels.at(op.at("channel_ids").at(0).get<std::size_t>())));
-    };
+        block.buffers.push_back(id.get<std::int32_t>());
     const Plain& ops = json_tb.at("ops");
-    // Where each step's ops begin: "wait, put, signal" is one rcs or an r and an s.
-    std::vector<std::size_t> starts;
-    for (const Plain& start : json_tb.value("step_starts", Plain::array()))
-      starts.push_back(start.get<std::size_t>());
-    starts.push_back(ops.size());
+    const std::vector<std::size_t> starts = step_starts(json_tb, ops.size());
     std::vector<int> acquire;
     std::size_t next_start = 1;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const Plain& op = ops[i];
-      const std::string name = op.at("name").get<std::string>();
+      const std::string name = ops[i].at("name").get<std::string>();
       while (next_start < starts.size() && starts[next_start] <= i) ++next_start;
       const std::size_t limit = next_start < starts.size() ? starts[next_start] : ops.size();
-      const auto next_is = [&](const char* what) {
-        return i + 1 < limit && ops[i + 1].at("name") == what;
-      };
       if (name == "sem_acquire") {
-        for (const Plain& id : op.at("semaphore_ids")) acquire.push_back(id.get<int>());
-        continue;
-      }
-      if (name == "sem_release") {
-        for (const Plain& id : op.at("semaphore_ids"))
+        for (const Plain& id : ops[i].at("semaphore_ids")) acquire.push_back(id.get<int>());
+      } else if (name == "sem_release") {
+        for (const Plain& id : ops[i].at("semaphore_ids"))
           releases_[static_cast<std::size_t>(rank)][id.get<int>()] =
-              StepRef{tb_index, static_cast<std::int32_t>(tb.steps.size()) - 1};
-        continue;
-      }
-      Step step;
-      const Plain* reduce = nullptr;
-      const Plain* put = nullptr;
-      if (name == "wait") {
-        tb.recv_peer = peer_of(op);
-        if (next_is("reduce")) reduce = &ops[++i];
-        if (next_is("put")) put = &ops[++i];
-        step.kind = reduce == nullptr ? (put ? StepKind::recv_copy_send : StepKind::recv)
-                    : !put            ? StepKind::recv_reduce_copy
-                    : reduce->at("dst_buff").at(0) == reduce->at("src_buff").at(1)
-                        ? StepKind::recv_reduce_send
-                        : StepKind::recv_reduce_copy_send;
-        receives_[{tb.recv_peer, rank, tb.channel}].push_back(
-            {rank, tb_index, static_cast<std::int32_t>(tb.steps.size())});
-      } else if (name == "put") {
-        put = &op;
-        step.kind = StepKind::send;
-      } else if (name == "copy" || name == "reduce") {
-        step.kind = name == "copy" ? StepKind::copy : StepKind::reduce;
-        const Plain& src = op.at("src_buff").at(name == "copy" ? 0 : 1);
-        const Plain& dst = op.at("dst_buff").at(0);
-        set(step, src, dst);
-      } else if (name == "nop") {
-        step.kind = StepKind::nop;
+              StepRef{block.index, static_cast<std::int32_t>(block.tb.steps.size()) - 1};
       } else {
-        bad_plan(source_, "ops", "op '" + name + "' is not one the export writes");
+        block.tb.steps.push_back(read_step(ops, i, limit, block));
+        acquires_[static_cast<std::size_t>(rank)].push_back(std::move(acquire));
+        acquire.clear();
       }
-      if (reduce) {
-        const Plain& src = reduce->at("src_buff").at(0);
-        set(step, src, reduce->at("dst_buff").at(0));
-        if (step.kind == StepKind::recv_reduce_send)
-          step.dst_buf = BufferKind::output, step.dst_off = 0;
-        staged_[static_cast<std::size_t>(rank)] += step.count;
-      }
-      if (put) {
-        tb.send_peer = peer_of(*put);
-        if (i + 1 < ops.size() && ops[i + 1].at("name") == "signal") ++i;
-        const Plain& from = put->at("src_buff").at(0);
-        const Plain& to = put->at("dst_buff").at(0);
-        if (step.kind == StepKind::send) {
-          step.src_buf = buffer_of(from, source_, "src_buff");
-          step.src_off = from.at("index").get<std::int32_t>();
-        } else if (step.kind == StepKind::recv_copy_send) {
-          step.dst_buf = buffer_of(from, source_, "src_buff");
-          step.dst_off = from.at("index").get<std::int32_t>();
-        }
-        step.count = to.at("size").get<std::int32_t>();
-        const auto& target =
-            remote.at(static_cast<std::size_t>(buffers.at(to.at("buffer_id").get<std::size_t>())));
-        sent_[{rank, tb.send_peer, tb.channel}].push_back(
-            Message{target.second, to.at("index").get<std::int32_t>(), step.count});
-      }
-      acquires_[static_cast<std::size_t>(rank)].push_back(std::move(acquire));
-      acquire.clear();
-      tb.steps.push_back(step);
     }
-    program.tbs.push_back(std::move(tb));
+    program.tbs.push_back(std::move(block.tb));
+  }
+
+  // Where each step's ops begin: "wait, put, signal" is one rcs or an r and an s.
+  static std::vector<std::size_t> step_starts(const Plain& json_tb, std::size_t op_count) {
+    std::vector<std::size_t> starts;
+    for (const Plain& start : json_tb.value("step_starts", Plain::array()))
+      starts.push_back(start.get<std::size_t>());
+    starts.push_back(op_count);
+    return starts;
+  }
+
+  // The step that begins at ops[i], which takes the ops it folds in (a wait's reduce and put,
+  // a put's signal) by advancing i; `limit` is where the next step begins.
+  Step read_step(const Plain& ops, std::size_t& i, std::size_t limit, Block& block) {
+    const Plain& op = ops[i];
+    const std::string name = op.at("name").get<std::string>();
+    const auto next_is = [&](const char* what) {
+      return i + 1 < limit && ops[i + 1].at("name") == what;
+    };
+    Step step;
+    const Plain* reduce = nullptr;
+    const Plain* put = nullptr;
+    if (name == "wait") {
+      block.tb.recv_peer = block.peer_of(op);
+      if (next_is("reduce")) reduce = &ops[++i];
+      if (next_is("put")) put = &ops[++i];
+      step.kind = received_kind(reduce, put);
+      receives_[{block.tb.recv_peer, block.rank, block.tb.channel}].push_back(
+          {block.rank, block.index, static_cast<std::int32_t>(block.tb.steps.size())});
+    } else if (name == "put") {
+      put = &op;
+      step.kind = StepKind::send;
+    } else if (name == "copy" || name == "reduce") {
+      step.kind = name == "copy" ? StepKind::copy : StepKind::reduce;
+      const Plain& src = op.at("src_buff").at(name == "copy" ? 0 : 1);
+      set(step, src, op.at("dst_buff").at(0));
+    } else if (name == "nop") {
+      step.kind = StepKind::nop;
+    } else {
+      bad_plan(source_, "ops", "op '" + name + "' is not one the export writes");
+    }
+    if (reduce) read_reduce(*reduce, block.rank, step);
+    if (put) {
+      read_put(*put, block, step);
+      if (i + 1 < ops.size() && ops[i + 1].at("name") == "signal") ++i;
+    }
+    return step;
+  }
+
+  static StepKind received_kind(const Plain* reduce, const Plain* put) {
+    if (reduce == nullptr) return put ? StepKind::recv_copy_send : StepKind::recv;
+    if (!put) return StepKind::recv_reduce_copy;
+    return reduce->at("dst_buff").at(0) == reduce->at("src_buff").at(1)
+               ? StepKind::recv_reduce_send
+               : StepKind::recv_reduce_copy_send;
+  }
+
+  void read_reduce(const Plain& reduce, std::int32_t rank, Step& step) {
+    const Plain& src = reduce.at("src_buff").at(0);
+    set(step, src, reduce.at("dst_buff").at(0));
+    if (step.kind == StepKind::recv_reduce_send)
+      step.dst_buf = BufferKind::output, step.dst_off = 0;
+    staged_[static_cast<std::size_t>(rank)] += step.count;
+  }
+
+  void read_put(const Plain& put, Block& block, Step& step) {
+    block.tb.send_peer = block.peer_of(put);
+    const Plain& from = put.at("src_buff").at(0);
+    const Plain& to = put.at("dst_buff").at(0);
+    if (step.kind == StepKind::send) {
+      step.src_buf = buffer_of(from, source_, "src_buff");
+      step.src_off = from.at("index").get<std::int32_t>();
+    } else if (step.kind == StepKind::recv_copy_send) {
+      step.dst_buf = buffer_of(from, source_, "src_buff");
+      step.dst_off = from.at("index").get<std::int32_t>();
+    }
+    step.count = to.at("size").get<std::int32_t>();
+    const auto& target = block.remote.at(
+        static_cast<std::size_t>(block.buffers.at(to.at("buffer_id").get<std::size_t>())));
+    sent_[{block.rank, block.tb.send_peer, block.tb.channel}].push_back(
+        Message{target.second, to.at("index").get<std::int32_t>(), step.count});
   }
 
   static void set(Step& step, const Plain& src, const Plain& dst) {

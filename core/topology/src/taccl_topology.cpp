@@ -103,6 +103,66 @@ std::vector<std::vector<double>> square_matrix(const support::FieldReader& r, co
   return by_src_dst;
 }
 
+// The NDv2's hybrid cube-mesh: two link classes, each with its beta and inverse bandwidth.
+void read_ndv2_links(const support::FieldReader& r, TacclProfile& p) {
+  const int n = p.gpus_per_node;
+  if (n != kNdv2Gpus)
+    r.fail(r.field("gpus_per_node"), "an NDv2 node has 8 GPUs, not " + std::to_string(n));
+  const auto betas = number_list(r, "node_betas_list");
+  const auto invbws = number_list(r, "node_invbws_list");
+  if (betas.size() != 2) r.fail(r.field("node_betas_list"), "NDv2 has two link classes");
+  if (invbws.size() != 2) r.fail(r.field("node_invbws_list"), "NDv2 has two link classes");
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (const int cls = kNdv2Class[a][b]; cls > 0) {
+        const auto i = static_cast<std::size_t>(cls - 1);
+        p.links[a][b] = 1;
+        p.betas[a][b] = betas[i];
+        p.invbws[a][b] = std::floor(invbws[i]);
+      }
+  p.nics_per_node = kNdv2Nics;
+}
+
+// A switched node (DGX-2, hub and spoke): every GPU to every other, one beta and invbw.
+void read_switched_links(const support::FieldReader& r, TacclProfile& p) {
+  const int n = p.gpus_per_node;
+  if (p.kind == TacclNodeKind::dgx2 && n != kDgx2Gpus)
+    r.fail(r.field("gpus_per_node"), "a DGX-2 node has 16 GPUs, not " + std::to_string(n));
+  const auto betas = number_list(r, "node_betas_list");
+  const auto invbws = number_list(r, "node_invbws_list");
+  if (betas.size() != 1) r.fail(r.field("node_betas_list"), "a switched node has one beta");
+  if (invbws.size() != 1) r.fail(r.field("node_invbws_list"), "a switched node has one invbw");
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) {
+        p.links[a][b] = 1;
+        p.betas[a][b] = betas[0];
+        p.invbws[a][b] = std::floor(invbws[0]);
+      }
+  if (p.kind == TacclNodeKind::dgx2) p.nics_per_node = kDgx2Nics;
+}
+
+// A custom node: the links, betas and invbws as n x n matrices.
+void read_custom_links(const support::FieldReader& r, TacclProfile& p) {
+  const int n = p.gpus_per_node;
+  const auto links = square_matrix(r, "links", n);
+  const auto betas = square_matrix(r, "betas", n);
+  const auto invbws = square_matrix(r, "invbws", n);
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      const double count = links[a][b];
+      const auto at = [&](const char* field) {
+        return r.field(field) + "[" + std::to_string(b) + "][" + std::to_string(a) + "]";
+      };
+      if (count != std::floor(count)) r.fail(at("links"), "must be a whole number of links");
+      if (count > 0 && a == b) r.fail(at("links"), "a GPU has no link to itself");
+      if (count > 0 && !(betas[a][b] > 0)) r.fail(at("betas"), "a link needs a positive beta");
+      p.links[a][b] = static_cast<int>(count);
+      p.betas[a][b] = betas[a][b];
+      p.invbws[a][b] = std::floor(invbws[a][b]);
+    }
+}
+
 TacclProfile read_profile(const support::FieldReader& r, const std::string& source) {
   TacclProfile p;
   p.source = source;
@@ -120,64 +180,16 @@ TacclProfile read_profile(const support::FieldReader& r, const std::string& sour
   // generic.py fixes the NIC count of its known nodes (below), overwriting the file's.
   if (r.has("nics_per_node")) p.nics_per_node = static_cast<int>(r.integer("nics_per_node", 0, n));
   switch (p.kind) {
-    case TacclNodeKind::ndv2: {
-      if (n != kNdv2Gpus)
-        r.fail(r.field("gpus_per_node"), "an NDv2 node has 8 GPUs, not " + std::to_string(n));
-      const auto betas = number_list(r, "node_betas_list");
-      const auto invbws = number_list(r, "node_invbws_list");
-      if (betas.size() != 2) r.fail(r.field("node_betas_list"), "NDv2 has two link classes");
-      if (invbws.size() != 2) r.fail(r.field("node_invbws_list"), "NDv2 has two link classes");
-      for (int a = 0; a < n; ++a)
-        for (int b = 0; b < n; ++b)
-          if (const int cls = kNdv2Class[a][b]; cls > 0) {
-            const auto i = static_cast<std::size_t>(cls - 1);
-            p.links[a][b] = 1;
-            p.betas[a][b] = betas[i];
-            p.invbws[a][b] = std::floor(invbws[i]);
-          }
-      p.nics_per_node = kNdv2Nics;
+    case TacclNodeKind::ndv2:
+      read_ndv2_links(r, p);
       break;
-    }
     case TacclNodeKind::dgx2:
-    case TacclNodeKind::hub_and_spoke: {
-      if (p.kind == TacclNodeKind::dgx2 && n != kDgx2Gpus)
-        r.fail(r.field("gpus_per_node"), "a DGX-2 node has 16 GPUs, not " + std::to_string(n));
-      const auto betas = number_list(r, "node_betas_list");
-      const auto invbws = number_list(r, "node_invbws_list");
-      if (betas.size() != 1) r.fail(r.field("node_betas_list"), "a switched node has one beta");
-      if (invbws.size() != 1) r.fail(r.field("node_invbws_list"), "a switched node has one invbw");
-      for (int a = 0; a < n; ++a)
-        for (int b = 0; b < n; ++b)
-          if (a != b) {
-            p.links[a][b] = 1;
-            p.betas[a][b] = betas[0];
-            p.invbws[a][b] = std::floor(invbws[0]);
-          }
-      if (p.kind == TacclNodeKind::dgx2) p.nics_per_node = kDgx2Nics;
+    case TacclNodeKind::hub_and_spoke:
+      read_switched_links(r, p);
       break;
-    }
-    case TacclNodeKind::custom: {
-      const auto links = square_matrix(r, "links", n);
-      const auto betas = square_matrix(r, "betas", n);
-      const auto invbws = square_matrix(r, "invbws", n);
-      for (int a = 0; a < n; ++a)
-        for (int b = 0; b < n; ++b) {
-          const double count = links[a][b];
-          if (count != std::floor(count))
-            r.fail(r.field("links") + "[" + std::to_string(b) + "][" + std::to_string(a) + "]",
-                   "must be a whole number of links");
-          if (count > 0 && a == b)
-            r.fail(r.field("links") + "[" + std::to_string(b) + "][" + std::to_string(a) + "]",
-                   "a GPU has no link to itself");
-          if (count > 0 && !(betas[a][b] > 0))
-            r.fail(r.field("betas") + "[" + std::to_string(b) + "][" + std::to_string(a) + "]",
-                   "a link needs a positive beta");
-          p.links[a][b] = static_cast<int>(count);
-          p.betas[a][b] = betas[a][b];
-          p.invbws[a][b] = std::floor(invbws[a][b]);
-        }
+    case TacclNodeKind::custom:
+      read_custom_links(r, p);
       break;
-    }
   }
   if (p.nics_per_node > 0) {
     p.remote_alpha = r.number("remote_alpha");

@@ -233,10 +233,67 @@ PackedTree packed(const Topology& topo, const Tree& tree, const std::vector<int>
   return out;
 }
 
-}  // namespace
+// The linear program of the packing, grown a column (a tree) at a time. Rows 0..m-1: member
+// r's trees carry at least x; rows m..m+links-1: the links' capacities. Column 0 is x.
+class PackingLp {
+ public:
+  PackingLp(const Topology& topo, std::size_t m) : m_(m) {
+    const std::size_t links = topo.link_count();
+    lp_.setLogLevel(0);
+    lp_.resize(static_cast<int>(m + links), 0);
+    for (std::size_t r = 0; r < m; ++r) lp_.setRowBounds(static_cast<int>(r), 0, COIN_DBL_MAX);
+    for (LinkId l = 0; l < links; ++l)
+      lp_.setRowBounds(static_cast<int>(m + l), -COIN_DBL_MAX, topo.link(l).bw_GBps);
+    std::vector<int> rows(m);
+    std::vector<double> minus_one(m, -1);
+    for (std::size_t r = 0; r < m; ++r) rows[r] = static_cast<int>(r);
+    lp_.addColumn(static_cast<int>(m), rows.data(), minus_one.data(), 0, COIN_DBL_MAX, -1);  // x
+  }
 
-TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> member_ranks,
-                                const std::set<LinkId>& avoided) {
+  void add(Tree tree) {
+    std::vector<int> rows{tree.root};
+    std::vector<double> values{1};
+    for (const auto& [link, count] : tree.uses) {
+      rows.push_back(static_cast<int>(m_ + link));
+      values.push_back(count);
+    }
+    lp_.addColumn(static_cast<int>(rows.size()), rows.data(), values.data(), 0, COIN_DBL_MAX, 0);
+    columns_.push_back(std::move(tree));
+  }
+  void add(Tree tree, double cost) {
+    add(std::move(tree));
+    lp_.setObjectiveCoefficient(static_cast<int>(columns_.size()), cost);
+  }
+
+  // Phase 2: keeps the best rate (less kRateSlack) and minimises the columns' `cost` instead.
+  template <typename Cost>
+  void keep_rate_and_minimise(const Cost& cost) {
+    const double best = lp_.getColSolution()[0];
+    lp_.setColumnLower(0, best * (1 - kRateSlack));
+    lp_.setObjectiveCoefficient(0, 0);
+    for (std::size_t c = 0; c < columns_.size(); ++c)
+      lp_.setObjectiveCoefficient(static_cast<int>(c + 1), cost(columns_[c]));
+  }
+
+  void solve() {
+    lp_.primal();
+    if (lp_.status() != 0)
+      fail("pack: the linear program did not solve (CLP status " + std::to_string(lp_.status()) +
+           ")");
+  }
+  double member_dual(std::size_t r) const { return lp_.getRowPrice()[r]; }
+  double link_dual(LinkId l) const { return lp_.getRowPrice()[m_ + l]; }
+  /// Column 0 is the rate; column c + 1 carries columns()[c].
+  const double* values() const { return lp_.getColSolution(); }
+  const std::vector<Tree>& columns() const { return columns_; }
+
+ private:
+  std::size_t m_;
+  ClpSimplex lp_;
+  std::vector<Tree> columns_;
+};
+
+std::vector<int> checked_members(std::span<const int> member_ranks) {
   std::vector<int> members(member_ranks.begin(), member_ranks.end());
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
@@ -244,95 +301,88 @@ TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> membe
   if (members.size() > kMaxPackingMembers)
     fail("pack over a group of " + std::to_string(members.size()) + " ranks: at most " +
          std::to_string(kMaxPackingMembers) + " (pack smaller groups, e.g. pack over rails)");
-  const std::size_t m = members.size(), links = topo.link_count();
+  return members;
+}
 
-  // Rows 0..m-1: member r's trees carry at least x. Rows m..m+links-1: link capacities.
-  ClpSimplex lp;
-  lp.setLogLevel(0);
-  lp.resize(static_cast<int>(m + links), 0);
-  for (std::size_t r = 0; r < m; ++r) lp.setRowBounds(static_cast<int>(r), 0, COIN_DBL_MAX);
-  for (LinkId l = 0; l < links; ++l)
-    lp.setRowBounds(static_cast<int>(m + l), -COIN_DBL_MAX, topo.link(l).bw_GBps);
-  {
-    std::vector<int> rows(m);
-    std::vector<double> minus_one(m, -1);
-    for (std::size_t r = 0; r < m; ++r) rows[r] = static_cast<int>(r);
-    lp.addColumn(static_cast<int>(m), rows.data(), minus_one.data(), 0, COIN_DBL_MAX, -1);  // x
-  }
-  std::vector<Tree> columns;
-  auto add = [&](Tree tree) {
-    std::vector<int> rows{tree.root};
-    std::vector<double> values{1};
-    for (const auto& [link, count] : tree.uses) {
-      rows.push_back(static_cast<int>(m + link));
-      values.push_back(count);
-    }
-    lp.addColumn(static_cast<int>(rows.size()), rows.data(), values.data(), 0, COIN_DBL_MAX, 0);
-    columns.push_back(std::move(tree));
-  };
+std::vector<double> time_per_byte(const Topology& topo) {
+  std::vector<double> time(topo.link_count());
+  for (LinkId l = 0; l < topo.link_count(); ++l) time[l] = 1 / topo.link(l).bw_GBps;
+  return time;
+}
 
-  // Start from the trees that are cheapest in time per byte, then price new ones.
-  Routes routes(topo, members, avoided);
-  std::vector<double> price(links);
-  for (LinkId l = 0; l < links; ++l) price[l] = 1 / topo.link(l).bw_GBps;
-  routes.compute(price);
-  for (std::size_t r = 0; r < m; ++r) add(cheapest_tree(routes, m, static_cast<int>(r), members));
-
-  TreePacking result;
-  result.members = members;
-  // Phase 1 maximises the rate. The optimum is degenerate (many packings reach it, some
-  // through detours: GPU to GPU of one host over the network), so phase 2 keeps the rate and
-  // minimises the links' total busy time per byte, sum over links of load / bandwidth.
-  std::vector<double> time_per_byte(links);
-  for (LinkId l = 0; l < links; ++l) time_per_byte[l] = 1 / topo.link(l).bw_GBps;
-  auto busy_time = [&](const Tree& tree) { return price_of(tree, time_per_byte); };
-  for (int phase = 1; phase <= 2; ++phase) {
-    if (phase == 2) {
-      const double best = lp.getColSolution()[0];
-      lp.setColumnLower(0, best * (1 - kRateSlack));
-      lp.setObjectiveCoefficient(0, 0);
-      for (std::size_t c = 0; c < columns.size(); ++c)
-        lp.setObjectiveCoefficient(static_cast<int>(c + 1), busy_time(columns[c]));
-    }
-    for (int round = 1; round <= kMaxIterations; ++round, ++result.iterations) {
-      lp.primal();
-      if (lp.status() != 0)
-        fail("pack: the linear program did not solve (CLP status " + std::to_string(lp.status()) +
-             ")");
-      const double* dual = lp.getRowPrice();
-      for (LinkId l = 0; l < links; ++l)
-        price[l] = std::max(0.0, -dual[m + l]) + (phase == 2 ? time_per_byte[l] : 0);
-      routes.compute(price);
-      bool improved = false;
-      for (std::size_t r = 0; r < m; ++r) {
-        Tree tree = cheapest_tree(routes, m, static_cast<int>(r), members);
-        if (dual[r] - price_of(tree, price) > kTolerance * std::max(1.0, dual[r])) {
-          const double cost = phase == 2 ? busy_time(tree) : 0;
-          add(std::move(tree));
-          lp.setObjectiveCoefficient(static_cast<int>(columns.size()), cost);
-          improved = true;
-        }
+// Column generation: solves, prices the links by the duals (plus, in phase 2, their time per
+// byte), and adds each member's cheapest tree where it improves the LP, until none does.
+// Returns the rounds that added a tree.
+int generate_columns(PackingLp& lp, Routes& routes, const Topology& topo,
+                     const std::vector<int>& members, int phase) {
+  const std::size_t m = members.size();
+  const std::vector<double> busy = time_per_byte(topo);
+  std::vector<double> price(topo.link_count());
+  int rounds = 0;
+  for (int round = 1; round <= kMaxIterations; ++round, ++rounds) {
+    lp.solve();
+    for (LinkId l = 0; l < price.size(); ++l)
+      price[l] = std::max(0.0, -lp.link_dual(l)) + (phase == 2 ? busy[l] : 0);
+    routes.compute(price);
+    bool improved = false;
+    for (std::size_t r = 0; r < m; ++r) {
+      Tree tree = cheapest_tree(routes, m, static_cast<int>(r), members);
+      const double dual = lp.member_dual(r);
+      if (dual - price_of(tree, price) > kTolerance * std::max(1.0, dual)) {
+        const double cost = phase == 2 ? price_of(tree, busy) : 0;
+        lp.add(std::move(tree), cost);
+        improved = true;
       }
-      if (!improved) break;
     }
+    if (!improved) break;
   }
+  return rounds;
+}
 
-  const double* value = lp.getColSolution();
-  result.rate_GBps = value[0];
-  result.trees.assign(m, {});
-  // Trees too light to matter are dropped; each root's shares are of what its kept trees carry.
-  const double light = kTolerance * result.rate_GBps;
-  std::vector<double> carried(m, 0);
+// The trees per member with their shares; trees too light to matter are dropped, and each
+// root's shares are of what its kept trees carry.
+std::vector<std::vector<PackedTree>> kept_trees(const PackingLp& lp, const Topology& topo,
+                                                const std::vector<int>& members) {
+  const double* value = lp.values();
+  const std::vector<Tree>& columns = lp.columns();
+  const double light = kTolerance * value[0];
+  std::vector<double> carried(members.size(), 0);
   for (std::size_t c = 0; c < columns.size(); ++c)
     if (value[c + 1] > light) carried[static_cast<std::size_t>(columns[c].root)] += value[c + 1];
+  std::vector<std::vector<PackedTree>> trees(members.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto r = static_cast<std::size_t>(columns[c].root);
     if (value[c + 1] > light)
-      result.trees[r].push_back(packed(topo, columns[c], members, value[c + 1] / carried[r]));
+      trees[r].push_back(packed(topo, columns[c], members, value[c + 1] / carried[r]));
   }
-  for (auto& trees : result.trees)
-    std::stable_sort(trees.begin(), trees.end(),
+  for (auto& of_root : trees)
+    std::stable_sort(of_root.begin(), of_root.end(),
                      [](const PackedTree& a, const PackedTree& b) { return a.share > b.share; });
+  return trees;
+}
+
+}  // namespace
+
+TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> member_ranks,
+                                const std::set<LinkId>& avoided) {
+  TreePacking result;
+  result.members = checked_members(member_ranks);
+  const std::vector<int>& members = result.members;
+  PackingLp lp(topo, members.size());
+  // Start from the trees that are cheapest in time per byte, then price new ones.
+  Routes routes(topo, members, avoided);
+  routes.compute(time_per_byte(topo));
+  for (std::size_t r = 0; r < members.size(); ++r)
+    lp.add(cheapest_tree(routes, members.size(), static_cast<int>(r), members));
+  // Phase 1 maximises the rate. The optimum is degenerate (many packings reach it, some
+  // through detours: GPU to GPU of one host over the network), so phase 2 keeps the rate and
+  // minimises the links' total busy time per byte, sum over links of load / bandwidth.
+  result.iterations += generate_columns(lp, routes, topo, members, 1);
+  const std::vector<double> busy = time_per_byte(topo);
+  lp.keep_rate_and_minimise([&](const Tree& tree) { return price_of(tree, busy); });
+  result.iterations += generate_columns(lp, routes, topo, members, 2);
+  result.rate_GBps = lp.values()[0];
+  result.trees = kept_trees(lp, topo, members);
   return result;
 }
 
