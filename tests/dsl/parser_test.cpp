@@ -248,6 +248,36 @@ TEST(DslParser, PrecedenceAndAssociativity) {
   EXPECT_EQ(print_expr(parsed("-(-(a))")), "--a");
 }
 
+// Each operator of the table reads back as itself, with its kind of node.
+TEST(DslParser, EveryOperatorOfTheTableParses) {
+  for (const OperatorInfo& info : kOperators) {
+    const std::string spelt(info.spelling);
+    const std::string text = is_unary(info.op) ? spelt + "a" : "a " + spelt + " b";
+    const Program p = parse_or_fail("let v = " + text, "op.ofl");
+    const Let* let = p.body.empty() ? nullptr : p.body.front().get_if<Let>();
+    ASSERT_NE(let, nullptr) << text;
+    EXPECT_EQ(let->value.kind, is_unary(info.op) ? Expr::Kind::unary : Expr::Kind::binary);
+    EXPECT_EQ(let->value.op, info.op) << text;
+    EXPECT_EQ(print_expr(let->value), text);
+  }
+}
+
+// same_structure compares everything the printer writes, and not where it was written.
+TEST(DslAst, SameStructureLeavesOutPositionsOnly) {
+  const Program parsed = parse_or_fail("let v = a + 1\nring over all\n", "same.ofl");
+  Program built{{Statement{Let{"v", binary(Op::plus, leaf_name("a"), leaf_number(1))}, {}},
+                 Statement{Step{}, {}}}};
+  EXPECT_TRUE(same_structure(parsed, built));
+  EXPECT_FALSE(parsed.body[1].pos == built.body[1].pos);
+  std::get<Let>(built.body[0].node).value.op = Op::minus;
+  EXPECT_FALSE(same_structure(parsed, built));
+  std::get<Let>(built.body[0].node).value.op = Op::plus;
+  std::get<Step>(built.body[1].node).reverse = true;
+  EXPECT_FALSE(same_structure(parsed, built));
+  built.body[1] = Statement{Channels{leaf_number(1)}, {}};
+  EXPECT_FALSE(same_structure(parsed, built));
+}
+
 // ---- Random programs ----------------------------------------------------------------------
 
 // Words the parser reserves (dsl_parser.cpp's keywords and the pattern names): never names.

@@ -31,6 +31,7 @@ struct Expr {
   std::vector<Expr> args;    ///< operands: unary 1, binary 2, ternary 3, tuple n, range 2
   SourcePos pos;
 
+  /// Nodes of each kind, for the parser and for code that builds programs (positions 0:0).
   static Expr make_number(support::Rational value, SourcePos pos = {});
   static Expr make_name(std::string name, SourcePos pos = {});
   static Expr make_node(std::string id, SourcePos pos = {});
@@ -143,6 +144,7 @@ struct Statement {
       node;
   SourcePos pos;
 
+  /// Whether the statement is a `Kind` (Step, Let, ...).
   template <typename Kind>
   bool is() const {
     return std::holds_alternative<Kind>(node);
