@@ -1,7 +1,7 @@
-// The compiler's passes over the Plan (docs/compiler.md). Each does one thing; the driver in
-// compiler.cpp runs them in order and checks the plan between them. Each is linear in the
-// plan's transfers and dependencies, up to a logarithm, so that compile time per transfer
-// does not grow with the cluster.
+// The compiler's passes over the Plan (docs/compiler.md), one file each under passes/; the
+// table in pass_table.hpp runs them in order and checks the plan between them. Each is linear
+// in the plan's transfers and dependencies, up to a logarithm, so that compile time per
+// transfer does not grow with the cluster.
 #pragma once
 
 #include <numeric>
@@ -12,9 +12,19 @@
 #include "optiflow/compiler/plan.hpp"
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/support/collective.hpp"
+#include "optiflow/topology/link_cost.hpp"
 #include "optiflow/topology/topology.hpp"
 
 namespace optiflow::compiler::passes {
+
+/// A transfer's position in its plan.
+using Index = std::int32_t;
+inline std::size_t at(Index index) {
+  return static_cast<std::size_t>(index);
+}
+
+/// Everything of `plan` but its transfers and their dependencies.
+Plan empty_like(const Plan& plan);
 
 /// The program a plan came from, so that passes can point errors at the step responsible.
 struct ProgramText {
@@ -81,6 +91,11 @@ std::string check_plan(const Plan& plan, const topology::Topology* topology);
 
 /// For each transfer, the transfers that list it as a dependency, ascending.
 IndexLists dependents(const Plan& plan);
+
+/// The cost of a transfer over each of plan.routes with `protocol` (the simulator's).
+std::vector<topology::TransferCost> route_costs(const Plan& plan,
+                                                const topology::Topology& topology,
+                                                topology::Protocol protocol);
 
 /// Lists of known sizes, filled in any order: `fill(place)` calls place(list, item) for each
 /// item; every list keeps its items in the order placed.

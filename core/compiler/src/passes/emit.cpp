@@ -1,19 +1,13 @@
-// The last pass: a routed, ordered plan becomes the schedule IR.
+// The emit pass: a routed, ordered plan becomes the schedule IR.
 #include <algorithm>
 #include <map>
 #include <numeric>
 
-#include "passes.hpp"
+#include "pass_table.hpp"
 #include "radix_sort.hpp"
 
 namespace optiflow::compiler::passes {
 namespace {
-
-using Index = std::int32_t;
-
-std::size_t at(Index i) {
-  return static_cast<std::size_t>(i);
-}
 
 // Which step of one rank last wrote each chunk range, so that reductions into the same
 // chunks happen one after another.
@@ -193,11 +187,9 @@ void order_writes(std::vector<std::vector<Receive>> into, std::int64_t chunks,
   }
 }
 
-}  // namespace
-
-schedule::Schedule emit(const Plan& plan, support::Collective collective, const std::string& name,
-                        const std::string& topology_name) {
-  const auto n = static_cast<std::size_t>(plan.ranks);
+// The schedule's header and its ranks' buffers, without thread blocks.
+schedule::Schedule empty_schedule(const Plan& plan, support::Collective collective,
+                                  const std::string& name, const std::string& topology_name) {
   const auto chunks = static_cast<std::int32_t>(plan.chunks);
   const std::int32_t share = plan.ranks > 0 ? chunks / plan.ranks : 0;
   schedule::Schedule schedule;
@@ -207,16 +199,19 @@ schedule::Schedule emit(const Plan& plan, support::Collective collective, const 
   schedule.chunks = chunks;
   schedule.inplace = true;
   schedule.topology = topology_name;
-  schedule.programs.resize(n);
+  schedule.programs.resize(static_cast<std::size_t>(plan.ranks));
   for (schedule::RankProgram& p : schedule.programs) {
     p.input_chunks = collective == support::Collective::all_gather ? 0 : chunks;
     p.output_chunks = collective == support::Collective::reduce_scatter ? share : chunks;
   }
+  return schedule;
+}
 
-  const std::vector<Index> by_start = in_start_order(plan);
-  const auto blocks = thread_blocks(plan);
-  const auto counts = steps_per_block(plan, blocks);
-  for (std::size_t r = 0; r < n; ++r)
+// Every rank's thread blocks, empty, with room for their steps.
+void add_thread_blocks(schedule::Schedule& schedule,
+                       const std::vector<std::vector<BlockKey>>& blocks,
+                       const std::vector<std::vector<std::size_t>>& counts) {
+  for (std::size_t r = 0; r < blocks.size(); ++r)
     for (std::size_t b = 0; b < blocks[r].size(); ++b) {
       const BlockKey key = blocks[r][b];
       schedule::ThreadBlock tb;
@@ -226,6 +221,18 @@ schedule::Schedule emit(const Plan& plan, support::Collective collective, const 
       tb.steps.reserve(counts[r][b]);
       schedule.programs[r].tbs.push_back(std::move(tb));
     }
+}
+
+}  // namespace
+
+schedule::Schedule emit(const Plan& plan, support::Collective collective, const std::string& name,
+                        const std::string& topology_name) {
+  const auto n = static_cast<std::size_t>(plan.ranks);
+  schedule::Schedule schedule = empty_schedule(plan, collective, name, topology_name);
+  const std::vector<Index> by_start = in_start_order(plan);
+  const auto blocks = thread_blocks(plan);
+  const auto counts = steps_per_block(plan, blocks);
+  add_thread_blocks(schedule, blocks, counts);
 
   // One pass in start order: each block takes its steps in that order, so the k-th send of a
   // connection meets its k-th receive, and a send depends on the receives that brought its
@@ -264,6 +271,15 @@ schedule::Schedule emit(const Plan& plan, support::Collective collective, const 
   }
   order_writes(std::move(into), plan.chunks, schedule);
   return schedule;
+}
+
+void emit_pass(CompileState& state) {
+  const std::string name = state.options.name.empty() ? "optiflow" : state.options.name;
+  state.result.schedule = emit(state.plan, state.options.collective, name, state.topology.name());
+  std::vector<std::pair<std::uint64_t, std::string_view>> named;
+  for (const auto& [size, protocol] : state.protocols)
+    named.emplace_back(size, topology::to_string(protocol));
+  schedule::set_protocol_by_size(state.result.schedule, named);
 }
 
 }  // namespace optiflow::compiler::passes
