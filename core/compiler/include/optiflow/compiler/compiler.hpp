@@ -1,8 +1,9 @@
 // The deterministic compiler: DSL program + topology -> verified schedule IR.
 //
-// Passes, each doing one thing, with a check of the plan after each (docs/compiler.md):
+// Passes, each doing one thing, with a check of the plan after each that changes its structure
+// (docs/compiler.md; their table is src/pass_table.hpp):
 //   expand (dsl::evaluate) -> pipeline -> mirror (Reduce-Scatter / All-Reduce) -> chunks ->
-//   coalesce -> route -> order -> channels -> protocols -> emit -> verify_schedule.
+//   coalesce -> route -> order -> channels -> protocols -> emit -> verify (verify_schedule).
 #pragma once
 
 #include <cstdint>
