@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "optiflow/support/error.hpp"
 #include "pass_table.hpp"
 
 namespace optiflow::compiler::passes {
