@@ -1,5 +1,6 @@
 // Evaluation of DSL programs: each statement is interpreted on the pieces of data it governs,
-// recording the transfers that move them (docs/dsl.md, "Semantics").
+// recording the transfers that move them (docs/dsl.md, "Semantics"). The statements are here;
+// expressions, groups, steps and the plan being built have their own files.
 #include "optiflow/compiler/evaluate.hpp"
 
 #include <algorithm>

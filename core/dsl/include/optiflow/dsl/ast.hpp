@@ -22,6 +22,7 @@ struct SourcePos {
 // The tree types have no operator==: a parsed tree and the same tree built in code differ in
 // their positions, so callers say which comparison they mean (same_structure below).
 
+/// An expression; `kind` says which of the fields below it uses.
 struct Expr {
   enum class Kind { number, name, node, unary, binary, ternary, tuple, range };
   Kind kind = Kind::number;
@@ -31,7 +32,8 @@ struct Expr {
   std::vector<Expr> args;    ///< operands: unary 1, binary 2, ternary 3, tuple n, range 2
   SourcePos pos;
 
-  /// Nodes of each kind, for the parser and for code that builds programs (positions 0:0).
+  /// A node of each kind, for the parser and for code that builds programs (which leaves
+  /// `pos` at 0:0).
   static Expr make_number(support::Rational value, SourcePos pos = {});
   static Expr make_name(std::string name, SourcePos pos = {});
   static Expr make_node(std::string id, SourcePos pos = {});
@@ -160,6 +162,7 @@ struct Statement {
   }
 };
 
+/// A whole program: its top-level block.
 struct Program {
   Block body;
 };
