@@ -37,6 +37,8 @@ void print_contender(const explore::CompareOptions& base, const std::string& nam
     std::printf("\n");
   } catch (const support::InputError& e) {
     std::printf("  %-12s   not built: %s\n", name.c_str(), e.what());
+  } catch (const support::UnsupportedError& e) {
+    std::printf("  %-12s   not built: %s\n", name.c_str(), e.what());
   }
   std::fflush(stdout);
 }

@@ -47,6 +47,8 @@ std::string synthesis_cell(const std::string& name, const topology::Topology& to
     return cell;
   } catch (const support::InputError& e) {
     return std::string("failed: ") + e.what();
+  } catch (const support::UnsupportedError& e) {
+    return std::string("failed: ") + e.what();
   }
 }
 

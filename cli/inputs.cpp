@@ -26,6 +26,14 @@ sim::Model parse_model(const std::string& name) {
   return *model;
 }
 
+std::string unsupported_diagnostic(const support::UnsupportedError& error) {
+  if (!error.where().file.empty()) return error.what();
+  const char* flag =
+      error.subject() == support::UnsupportedError::Subject::collective ? "--collective" : "--topo";
+  return support::format_diagnostic(support::SourceLocation{"command line", 0, 0, flag},
+                                    error.message());
+}
+
 namespace {
 
 // Whether a file's text is a schedule (JSON or MSCCL XML) rather than a DSL program.

@@ -7,6 +7,7 @@
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/collective.hpp"
+#include "optiflow/support/error.hpp"
 #include "optiflow/support/text_file.hpp"
 #include "optiflow/topology/topology.hpp"
 
@@ -16,6 +17,11 @@ using support::read_text_file;
 using support::write_text_file;
 support::Collective parse_collective(const std::string& name);
 sim::Model parse_model(const std::string& name);
+
+/// The one-line diagnostic for a request a library does not serve, located at the flag that
+/// asked for it (`command line: error: --collective: ...`), or where the error itself is
+/// located (a topology's links).
+std::string unsupported_diagnostic(const support::UnsupportedError& error);
 
 /// A schedule from a file: schedule JSON or MSCCL XML (verified here, routes checked against
 /// `topology`), or a DSL program (compiled for `collective`, which verifies it).

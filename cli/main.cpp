@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "inputs.hpp"
+#include "optiflow/compiler/limits.hpp"
 #include "optiflow/support/error.hpp"
 
 int main(int argc, char** argv) {
@@ -31,6 +33,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const optiflow::support::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const optiflow::support::UnsupportedError& e) {
+    std::cerr << optiflow::cli::unsupported_diagnostic(e) << "\n";
+    return 2;
+  } catch (const optiflow::compiler::TimeLimitError& e) {  // what the user asked for: exit 2
     std::cerr << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -71,7 +71,7 @@ class ResultSink {
                          static_cast<std::int64_t>(schedule_.step_count()));
     try {
       bound_.emplace(topology::LowerBound::compute(topo_, schedule_.collective));
-    } catch (const support::InputError&) {
+    } catch (const support::UnsupportedError&) {
       // A topology without a finite bound still gets its measurements stored (bound 0).
     }
   }

@@ -214,12 +214,12 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
             e && (!best || e->time_us < best->time_us))
           best = e;
     if (!best)
-      throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
-                                run.name + " does not run " +
-                                    std::string(support::to_string(collective)) + " on " +
-                                    topology.name() +
-                                    " (the tree runs allreduce; PAT allgather with one GPU "
-                                    "per node on a power-of-two number of ranks)");
+      throw support::UnsupportedError(support::UnsupportedError::Subject::collective,
+                                      run.name + " does not run " +
+                                          std::string(support::to_string(collective)) + " on " +
+                                          topology.name() +
+                                          " (the tree runs allreduce; PAT allgather with one GPU "
+                                          "per node on a power-of-two number of ranks)");
     BaselineRow row;
     row.size_bytes = size;
     row.algorithm = std::string(to_string(best->algorithm));

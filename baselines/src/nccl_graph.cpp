@@ -24,8 +24,10 @@ constexpr std::array<double, 11> kSpeedsIntraSm90{60, 50, 40, 30, 24, 20, 15, 12
 constexpr int kMaxSearchChannels = 16;    // MAXCHANNELS / 2 (init.cc)
 constexpr std::size_t kMaxChannels = 32;  // MAXCHANNELS
 
+// A topology NCCL's rings do not run on (one rank, hosts of different sizes).
 [[noreturn]] void fail(const Topology& topology, const std::string& message) {
-  throw support::InputError(support::SourceLocation{topology.name(), 0, 0, {}}, message);
+  throw support::UnsupportedError(support::UnsupportedError::Subject::topology, message,
+                                  support::SourceLocation{topology.name(), 0, 0, {}});
 }
 
 // A GPU's NVLink bandwidth out (NCCL's totalBw for a GPU inside a node); a GPU without

@@ -64,8 +64,8 @@ bool nccl_pat_runs(const NcclRingGraph& graph, support::Collective collective) {
 schedule::Schedule nccl_pat_schedule(const NcclRingGraph& graph, support::Collective collective,
                                      const std::string& topology_name) {
   if (!nccl_pat_runs(graph, collective))
-    throw support::InputError(
-        support::SourceLocation{"command line", 0, 0, "--collective"},
+    throw support::UnsupportedError(
+        support::UnsupportedError::Subject::collective,
         "PAT runs allgather with one GPU per node (NCCL's restriction) on a power-of-two number "
         "of ranks (this baseline's)");
   schedule::Schedule s = all_gather_frame("nccl-pat", graph.ranks, topology_name);
@@ -86,8 +86,8 @@ schedule::Schedule hierarchical_pat_schedule(const topology::Topology& topology,
       std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h.size() == ppn; });
   if (collective != support::Collective::all_gather || !uniform ||
       !std::has_single_bit(hosts.size()))
-    throw support::InputError(
-        support::SourceLocation{"command line", 0, 0, "--collective"},
+    throw support::UnsupportedError(
+        support::UnsupportedError::Subject::collective,
         "the hierarchical PAT runs allgather on a power-of-two number of nodes with the same "
         "GPUs per node");
   schedule::Schedule s =

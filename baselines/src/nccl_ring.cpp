@@ -47,10 +47,10 @@ schedule::Schedule nccl_ring_schedule(const NcclRingGraph& graph, support::Colle
                          collective == support::Collective::reduce_scatter ||
                          collective == support::Collective::all_reduce;
   if (!supported)
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
-                              "NCCL's rings are built for allgather, reducescatter and allreduce; "
-                              "not " +
-                                  std::string(to_string(collective)));
+    throw support::UnsupportedError(support::UnsupportedError::Subject::collective,
+                                    "NCCL's rings are built for allgather, reducescatter and "
+                                    "allreduce; not " +
+                                        std::string(to_string(collective)));
   const int n = graph.ranks, channels = graph.channels;
   schedule::Schedule s = schedule_frame("nccl-ring", collective, n, n * channels, topology_name);
   const BufferKind buffer = frame_buffer(collective);

@@ -88,8 +88,8 @@ schedule::Schedule nccl_tree_schedule(const std::vector<NcclTree>& trees, int ra
                                       support::Collective collective,
                                       const std::string& topology_name) {
   if (collective != support::Collective::all_reduce)
-    throw support::InputError(
-        support::SourceLocation{"command line", 0, 0, "--collective"},
+    throw support::UnsupportedError(
+        support::UnsupportedError::Subject::collective,
         "NCCL's tree runs allreduce; not " + std::string(to_string(collective)));
   const int channels = static_cast<int>(trees.size());
   schedule::Schedule s =

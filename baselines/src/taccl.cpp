@@ -199,8 +199,8 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
                              const SynthesisOptions& options) {
   const auto begin = std::chrono::steady_clock::now();
   if (collective != support::Collective::all_gather)
-    throw support::InputError(
-        support::SourceLocation{"command line", 0, 0, "--collective"},
+    throw support::UnsupportedError(
+        support::UnsupportedError::Subject::collective,
         "taccl builds allgather only (TACCL derives reduce-scatter and allreduce by reversing a "
         "synthesized allgather with `taccl combine`, which this baseline does not)");
   const TacclSketch sketch = options.taccl_sketch.empty() ? default_taccl_sketch(topology)

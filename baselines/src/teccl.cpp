@@ -295,8 +295,8 @@ class Synthesis {
 Synthesized teccl_synthesize(const topology::Topology& topology, support::Collective collective,
                              const SynthesisOptions& options) {
   if (collective != support::Collective::all_gather)
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--collective"},
-                              "teccl builds allgather only (TE-CCL's AllGather formulation)");
+    throw support::UnsupportedError(support::UnsupportedError::Subject::collective,
+                                    "teccl builds allgather only (TE-CCL's AllGather formulation)");
   if (topology.rank_count() < 2)
     throw support::InputError(support::SourceLocation{topology.name(), 0, 0, "gpus"},
                               "teccl needs at least two GPUs");

@@ -38,7 +38,7 @@ Reference Reference::compute(const topology::Topology& topology, support::Collec
   try {
     ref.nccl = nccl_picks(baselines::run_baseline("nccl", topology, collective, ref.sizes, options),
                           ref.sizes);
-  } catch (const support::InputError& e) {
+  } catch (const support::UnsupportedError& e) {
     ref.nccl_missing = e.what();
   }
   return ref;

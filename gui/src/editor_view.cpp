@@ -124,6 +124,8 @@ CompileOutcome compile_text(int generation, const std::string& text,
     out.message = QString::fromStdString(e.what());
     out.line = e.where().line;
     out.column = e.where().column;
+  } catch (const compiler::TimeLimitError& e) {
+    out.message = QString::fromStdString(e.what());
   } catch (const std::exception& e) {
     out.message = QString::fromStdString(std::string("internal error: ") + e.what());
   }
@@ -158,7 +160,7 @@ std::vector<Simulation::Baseline> baselines(const explore::Reference& reference,
       Simulation::Baseline b{name, {}};
       for (const auto& row : run.rows) b.results.push_back(row.sim);
       curves.push_back(std::move(b));
-    } catch (const support::InputError&) {
+    } catch (const support::UnsupportedError&) {
       // This baseline does not build here (collective or topology): no curve for it.
     }
   }

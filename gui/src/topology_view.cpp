@@ -137,6 +137,8 @@ void TopologyView::set_context(const Context& context) {
     cut_inside_ = bound.phases().front().cut.inside;
   } catch (const support::InputError& e) {
     summary_->setText(QString::fromStdString(e.what()));
+  } catch (const support::UnsupportedError& e) {
+    summary_->setText(QString::fromStdString(e.what()));
   }
   redraw();
 }

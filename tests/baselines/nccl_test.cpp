@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "optiflow/baselines/baseline.hpp"
@@ -231,7 +233,8 @@ TEST(NcclTree, AllReduceVerifiesAndTheTunerFollowsNcclsFormula) {
   const BaselineRun run = run_baseline("nccl", topo, Collective::all_reduce, sizes);
   EXPECT_EQ(run.rows.front().algorithm, "tree");
   EXPECT_EQ(run.rows.back().algorithm, "ring");
-  EXPECT_THROW(run_baseline("nccl-tree", topo, Collective::all_gather, sizes), support::InputError);
+  EXPECT_THROW(run_baseline("nccl-tree", topo, Collective::all_gather, sizes),
+               support::UnsupportedError);
 }
 
 // PAT: one GPU per node only; log2(N) rounds, round k moving 2^k chunks to the rank N/2^(k+1)
@@ -253,7 +256,7 @@ TEST(NcclPat, RunsWithOneGpuPerNodeInLog2Rounds) {
   EXPECT_FALSE(nccl_pat_runs(nccl_ring_graph(builtin("a100x2")), Collective::all_gather));
   const std::vector<std::uint64_t> sizes{1024};
   EXPECT_THROW(run_baseline("nccl-pat", builtin("a100x2"), Collective::all_gather, sizes),
-               support::InputError);
+               support::UnsupportedError);
 }
 
 // The hierarchical PAT is labelled as not NCCL's, has no tuner estimate, runs Simple, and
@@ -273,7 +276,7 @@ TEST(NcclPat, TheHierarchicalVariantIsLabelledAndVerifies) {
   EXPECT_TRUE(schedule::verify_schedule(run.schedule, &topo).ok());
   EXPECT_EQ(run.schedule.programs[0].tbs.size(), 2u * 2u + 2u * 7u);
   EXPECT_THROW(run_baseline("pat-hierarchical", builtin("a100x3"), Collective::all_gather, sizes),
-               support::InputError);
+               support::UnsupportedError);
 }
 
 // One node, 1 GiB, Simple: the 24 channels share each GPU's 240 GB/s, so the ring runs at
@@ -292,7 +295,31 @@ TEST(NcclBaseline, ErrorsNameWhatIsMissing) {
   const std::vector<std::uint64_t> sizes{1024};
   EXPECT_THROW(run_baseline("nccl-magic", topo, Collective::all_gather, sizes),
                support::InputError);
-  EXPECT_THROW(run_baseline("nccl", topo, Collective::broadcast, sizes), support::InputError);
+  // What NCCL does not run is not bad input: callers asking "is there an NCCL column?" catch
+  // it alone, and it names the collective, not a flag (the CLI maps it to --collective).
+  static_assert(!std::is_base_of_v<support::InputError, support::UnsupportedError>);
+  try {
+    run_baseline("nccl", topo, Collective::broadcast, sizes);
+    ADD_FAILURE() << "no UnsupportedError";
+  } catch (const support::UnsupportedError& e) {
+    EXPECT_EQ(e.subject(), support::UnsupportedError::Subject::collective);
+    EXPECT_NE(e.message().find("broadcast"), std::string::npos) << e.message();
+    EXPECT_EQ(std::string(e.what()).find("--collective"), std::string::npos) << e.what();
+  }
+}
+
+// A topology NCCL's rings do not run on is unsupported too, located in the topology.
+TEST(NcclBaseline, OneRankIsUnsupportedAtTheTopology) {
+  topology::Topology topo("single");
+  topo.add_node(topology::Node{"g0", topology::NodeKind::gpu, 0, 0, 0});
+  try {
+    run_baseline("nccl", topo, Collective::all_gather, std::vector<std::uint64_t>{1024});
+    ADD_FAILURE() << "no UnsupportedError";
+  } catch (const support::UnsupportedError& e) {
+    EXPECT_EQ(e.subject(), support::UnsupportedError::Subject::topology);
+    EXPECT_EQ(e.where().file, "single");
+    EXPECT_EQ(std::string(e.what()).rfind("single: error: ", 0), 0u) << e.what();
+  }
 }
 
 }  // namespace

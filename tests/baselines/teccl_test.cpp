@@ -144,7 +144,7 @@ TEST(Teccl, RunsAsABaselineWithItsSolverReport) {
 
 TEST(Teccl, BuildsAllGatherOnly) {
   EXPECT_THROW(teccl_synthesize(builtin("ring4"), Collective::reduce_scatter, {}),
-               support::InputError);
+               support::UnsupportedError);
   SynthesisOptions negative;
   negative.teccl_chunks = -1;
   EXPECT_THROW(teccl_synthesize(builtin("ring4"), Collective::all_gather, negative),

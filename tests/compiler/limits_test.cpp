@@ -157,10 +157,14 @@ TEST(CompilerLimits, ATimeLimitStopsTheCompile) {
   try {
     compile_program("ring over all\n", "slow.ofl", topo, options);
     ADD_FAILURE() << "expected the time limit to stop it";
-  } catch (const support::InputError& e) {
+  } catch (const TimeLimitError& e) {
     EXPECT_NE(std::string(e.what()).find("time limit"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("slow.ofl: error: ", 0), 0u) << e.what();
   }
 }
+
+static_assert(!std::is_base_of_v<support::InputError, TimeLimitError>,
+              "running out of time is not the user's input being wrong");
 
 // ---- Compiler bugs are not input errors --------------------------------------------------
 

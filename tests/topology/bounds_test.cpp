@@ -178,14 +178,15 @@ TEST(LowerBound, DisconnectedGpusAreAnError) {
   for (int r = 0; r < 4; ++r) topo.add_node(Node{"g" + std::to_string(r), NodeKind::gpu, r, 0, r});
   topo.add_duplex(0, 1, LinkSpec{LinkKind::other, 10, 1});
   topo.add_duplex(2, 3, LinkSpec{LinkKind::other, 10, 1});
-  EXPECT_THROW(LowerBound::compute(topo, support::Collective::all_gather), support::InputError);
+  EXPECT_THROW(LowerBound::compute(topo, support::Collective::all_gather),
+               support::UnsupportedError);
 }
 
 TEST(LowerBound, OtherCollectivesAreRejectedClearly) {
   try {
     LowerBound::compute(make_ring(4), support::Collective::all_to_all);
     FAIL() << "expected an error";
-  } catch (const support::InputError& e) {
+  } catch (const support::UnsupportedError& e) {
     EXPECT_NE(std::string(e.what()).find("alltoall"), std::string::npos);
   }
 }

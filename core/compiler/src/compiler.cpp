@@ -46,10 +46,9 @@ std::vector<PassReport> passes::run_passes(std::span<const PassInfo> table, Comp
   for (const PassInfo& pass : table) {
     if (pass.enabled != nullptr && !pass.enabled(state.options)) continue;
     if (Clock::now() > deadline)
-      throw support::InputError(support::SourceLocation{state.text.source, 0, 0, {}},
-                                "compiling exceeds its time limit (before pass '" +
-                                    std::string(pass.name) + "', with " +
-                                    std::to_string(transfers) + " transfers)");
+      throw TimeLimitError(state.text.source, "compiling exceeds its time limit (before pass '" +
+                                                  std::string(pass.name) + "', with " +
+                                                  std::to_string(transfers) + " transfers)");
     const auto start = Clock::now();
     pass.run(state);
     const std::chrono::duration<double, std::milli> spent = Clock::now() - start;

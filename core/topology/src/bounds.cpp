@@ -135,10 +135,10 @@ Capacity cut_capacity(const Topology& topology, const std::vector<bool>& inside,
     }
     members += (members.empty() ? "" : ", ") + topology.node(n).id;
   }
-  throw support::InputError(support::SourceLocation{topology.name(), 0, 0, "links"},
-                            "no link leads from {" + members +
-                                "} to the other GPUs, so no collective "
-                                "can complete");
+  throw support::UnsupportedError(
+      support::UnsupportedError::Subject::topology,
+      "no link leads from {" + members + "} to the other GPUs, so no collective can complete",
+      support::SourceLocation{topology.name(), 0, 0, "links"});
 }
 
 }  // namespace
@@ -233,8 +233,8 @@ LowerBound LowerBound::compute(const Topology& topology, support::Collective col
       bound.phases_ = {phase(true), phase(false)};
       break;
     default:
-      throw support::InputError(
-          support::SourceLocation{"command line", 0, 0, "--collective"},
+      throw support::UnsupportedError(
+          support::UnsupportedError::Subject::collective,
           "lower bounds exist for allgather, reducescatter and allreduce; not for " +
               std::string(to_string(collective)));
   }

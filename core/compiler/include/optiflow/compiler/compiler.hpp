@@ -54,8 +54,9 @@ struct Compilation {
 };
 
 /// Compiles program text. Errors in the program, and programs that would exceed
-/// options.limits, throw dsl::DslError (file:line:col, at the statement responsible); a bad
-/// collective or an exceeded time limit throws support::InputError. A broken invariant of the
+/// options.limits, throw dsl::DslError (file:line:col, at the statement responsible), the time
+/// limit too while the program is evaluated; a bad collective throws support::InputError, and
+/// the time limit running out between passes TimeLimitError. A broken invariant of the
 /// compiler, including a schedule the verifier rejects, throws InternalError.
 Compilation compile_program(std::string_view text, const std::string& source,
                             const topology::Topology& topology, const CompileOptions& options = {});

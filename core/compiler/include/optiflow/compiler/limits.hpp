@@ -1,4 +1,5 @@
-// What one compile may spend, and the error for the compiler's own bugs.
+// What one compile may spend, and the errors for running past its time and for the compiler's
+// own bugs.
 //
 // Every limit is checked before the memory it guards is allocated: the evaluator knows, from
 // the pieces it cuts and the pipeline depth, how many transfers and chunks the compiled plan
@@ -10,6 +11,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "optiflow/support/error.hpp"
 
 namespace optiflow::compiler {
 
@@ -37,6 +40,16 @@ class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message)
       : std::logic_error("internal compiler error: " + message) {}
+};
+
+/// The compile ran past its deadline between two passes: neither the program's fault nor bad
+/// input, so a caller that reports input errors does not take it for one. `what()` names the
+/// program (`source`) as an input error's would.
+class TimeLimitError : public std::runtime_error {
+ public:
+  TimeLimitError(const std::string& source, const std::string& message)
+      : std::runtime_error(
+            support::format_diagnostic(support::SourceLocation{source, 0, 0, {}}, message)) {}
 };
 
 }  // namespace optiflow::compiler

@@ -1,4 +1,5 @@
-// Errors for bad user input (files, programs, command arguments), located in the input.
+// Errors for bad user input (files, programs, command arguments), located in the input, and
+// for requests a library does not serve (UnsupportedError).
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,34 @@ class InputError : public std::runtime_error {
   const SourceLocation& where() const { return where_; }
 
  private:
+  SourceLocation where_;
+};
+
+/// Thrown when a library is asked for something it does not do: a baseline or a bound for a
+/// collective it does not build, a bound on a topology that has none. Not an InputError: a
+/// caller that only asks "is there one?" (a table's NCCL column, a stored bound) catches this
+/// and nothing else, so that real input errors still reach the user. It names what is
+/// unsupported, never a command-line flag; the CLI maps `subject()` to the flag.
+class UnsupportedError : public std::runtime_error {
+ public:
+  enum class Subject { collective, topology };
+
+  /// `where`: the place in an input file that makes the request unsupported, if one does (a
+  /// topology's links); `what()` is then located there as an InputError's is.
+  UnsupportedError(Subject subject, const std::string& message, SourceLocation where = {})
+      : std::runtime_error(where.file.empty() ? message : format_diagnostic(where, message)),
+        subject_(subject),
+        message_(message),
+        where_(std::move(where)) {}
+
+  Subject subject() const { return subject_; }
+  /// The message alone, without the place.
+  const std::string& message() const { return message_; }
+  const SourceLocation& where() const { return where_; }
+
+ private:
+  Subject subject_;
+  std::string message_;
   SourceLocation where_;
 };
 

@@ -52,7 +52,8 @@ struct BoundAtSize {
 /// Reduce-Scatter: the All-Gather bound of the reversed topology (its time-reversed mirror).
 /// All-Reduce: Reduce-Scatter plus All-Gather, the bound for RS-then-AG schedules.
 /// S is the per-rank output (All-Gather) or input (Reduce-Scatter) buffer, or the All-Reduce
-/// buffer. Throws InputError when some GPU cannot reach another (no finite bound).
+/// buffer. Throws support::UnsupportedError for a collective other than these three, and when
+/// some GPU cannot reach another (no finite bound; located at the topology's links).
 class LowerBound {
  public:
   static LowerBound compute(const Topology& topology, support::Collective collective);
