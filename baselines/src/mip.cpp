@@ -16,7 +16,7 @@
 namespace optiflow::baselines::mip {
 namespace {
 
-constexpr double kMinSeconds = 0.01;     // CBC's -sec at least this (0 would mean no limit)
+constexpr double kMinSeconds = 0.01;     // the least -sec CBC is given (a limit of 0 still solves)
 constexpr double kZeroObjective = 1e-9;  // an objective this small has no relative gap
 
 std::size_t at(int i) {

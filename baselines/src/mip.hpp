@@ -122,7 +122,7 @@ struct Solution {
   bool from_start = false;     ///< CBC found no solution: the answer is solve()'s start
   std::vector<double> values;  ///< per column, when found()
   double objective = 0;        ///< when found()
-  double bound = 0;            ///< the best bound proven, at most `objective`
+  double bound = 0;            ///< when found(): the best bound proven, at most `objective`
   double seconds = 0;          ///< wall clock of the solve, model loading included
   bool found() const { return status == Status::optimal || status == Status::feasible; }
   /// (objective - bound) / |objective|, 0 when the objective is 0 (nothing to measure it by).
