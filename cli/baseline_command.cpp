@@ -86,6 +86,9 @@ void run_baseline_command(const BaselineArgs& args) {
     throw support::InputError(
         support::SourceLocation{"command line", 0, 0, "--teccl-epoch"},
         "--teccl-epoch is auto, fastest or slowest, not '" + args.teccl_epoch + "'");
+  if (args.name == "teccl" && synthesis.teccl_chunks < 0)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--teccl-chunks"},
+                              "--teccl-chunks must be 0 (the default) or more");
   if (args.teccl_epoch != "auto")
     synthesis.teccl_epoch = args.teccl_epoch == "fastest" ? baselines::TecclEpoch::fastest
                                                           : baselines::TecclEpoch::slowest;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "optiflow/baselines/synthesis.hpp"
@@ -300,9 +301,8 @@ Synthesized teccl_synthesize(const topology::Topology& topology, support::Collec
   if (topology.rank_count() < 2)
     throw support::InputError(support::SourceLocation{topology.name(), 0, 0, "gpus"},
                               "teccl needs at least two GPUs");
-  if (options.teccl_chunks < 0)
-    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--teccl-chunks"},
-                              "--teccl-chunks must be 0 (the default) or more");
+  if (options.teccl_chunks < 0)  // the caller's to check (the CLI: --teccl-chunks)
+    throw std::invalid_argument("teccl: SynthesisOptions::teccl_chunks must be 0 or more");
   SynthesisOptions resolved = options;
   std::set<int> hosts;
   for (const topology::Node& node : topology.nodes())

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "optiflow/baselines/baseline.hpp"
@@ -148,7 +149,7 @@ TEST(Teccl, BuildsAllGatherOnly) {
   SynthesisOptions negative;
   negative.teccl_chunks = -1;
   EXPECT_THROW(teccl_synthesize(builtin("ring4"), Collective::all_gather, negative),
-               support::InputError);
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ struct SynthesisOptions {
   /// the slowest across hosts (where the full MILP is beyond CBC, docs/baselines.md).
   std::optional<TecclMode> teccl_mode;
   std::optional<TecclEpoch> teccl_epoch;
-  /// TE-CCL's chunks per GPU (its `num_chunks`); 0: the synthesizer's default.
+  /// TE-CCL's chunks per GPU (its `num_chunks`); 0: the synthesizer's default. Negative:
+  /// std::invalid_argument (not an input error: the caller checks what its user gave).
   int teccl_chunks = 0;
 };
 
