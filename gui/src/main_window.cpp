@@ -93,6 +93,10 @@ MainWindow::MainWindow(const std::string& db_path, const std::string& topology) 
   apply_context();
 }
 
+MainWindow::~MainWindow() {
+  for (QComboBox* box : findChildren<QComboBox*>()) box->disconnect(this);
+}
+
 void MainWindow::set_topology(const QString& name) {
   findChild<QComboBox*>("topology")->setCurrentText(name);
   context_.topology = name.toStdString();

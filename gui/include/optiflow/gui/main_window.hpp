@@ -17,6 +17,9 @@ class MainWindow : public QMainWindow {
  public:
   /// `topology` empty: the topology of the newest run in the database (or a100x4).
   explicit MainWindow(const std::string& db_path, const std::string& topology = {});
+  /// Disconnects the toolbar first: closing the window moves the focus out of the topology
+  /// box, which would apply a context whose members are already gone.
+  ~MainWindow() override;
 
   TopologyView* topology_view() const { return topology_; }
   EditorView* editor_view() const { return editor_; }
