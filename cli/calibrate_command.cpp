@@ -129,7 +129,7 @@ SimulatorCheck check_simulator(const CalibrateArgs& args, topology::Topology aft
   const topology::Topology before = topology::make_fullmesh(args.np);
   std::vector<std::string> programs{"ring over all", "direct over all"};
   if ((args.np & (args.np - 1)) == 0) programs.push_back("rd over all");
-  const auto sizes = support::parse_sizes(args.check_sizes, "--check-sizes");
+  const auto sizes = support::parse_sizes(args.check_sizes, "check_sizes");
   std::vector<CheckRow> rows;
   std::map<std::string, schedule::Schedule> schedules;
   after.set_op_overhead_us(0);

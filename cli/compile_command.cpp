@@ -28,7 +28,7 @@ void run_compile(const CompileArgs& args) {
   const topology::Topology topo = topology::load_topology(args.topology);
   compiler::CompileOptions options;
   options.collective = parse_collective(args.collective);
-  options.reference_size_bytes = support::parse_size(args.ref_size, "--ref-size");
+  options.reference_size_bytes = support::parse_size(args.ref_size, "ref_size");
   const auto result =
       compiler::compile_program(read_text_file(args.program), args.program, topo, options);
   const schedule::Schedule& s = result.schedule;

@@ -34,7 +34,7 @@ void print_best(const std::vector<db::BestEntry>& best, const std::string& size_
                 const db::Store& store) {
   std::cout << strprintf("%8s %6s %8s %12s %11s %8s  %s\n", "size", "run", "program", "time_us",
                          "busbw GB/s", "x bound", "program text");
-  const std::uint64_t only = size_filter.empty() ? 0 : support::parse_size(size_filter, "--size");
+  const std::uint64_t only = size_filter.empty() ? 0 : support::parse_size(size_filter, "size");
   for (const auto& b : best) {
     if (only && b.size_bytes != only) continue;
     const auto program = store.program(b.program_id);

@@ -1,5 +1,7 @@
 #include "inputs.hpp"
 
+#include <algorithm>
+
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/dsl/parser.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
@@ -32,6 +34,14 @@ std::string unsupported_diagnostic(const support::UnsupportedError& error) {
       error.subject() == support::UnsupportedError::Subject::collective ? "--collective" : "--topo";
   return support::format_diagnostic(support::SourceLocation{"command line", 0, 0, flag},
                                     error.message());
+}
+
+std::string option_diagnostic(const support::OptionError& error) {
+  std::string flag = "--" + error.option();
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return support::format_diagnostic(
+      support::SourceLocation{error.file().empty() ? "command line" : error.file(), 0, 0, flag},
+      error.message());
 }
 
 namespace {

@@ -22,6 +22,10 @@ sim::Model parse_model(const std::string& name);
 /// asked for it (`command line: error: --collective: ...`), or where the error itself is
 /// located (a topology's links).
 std::string unsupported_diagnostic(const support::UnsupportedError& error);
+/// The one-line diagnostic for a library call's bad option, located at its flag
+/// (`command line: error: --with: ...`, or `optiflow.db: error: --resume: ...`): the option's
+/// name with "--" before it and dashes for underscores.
+std::string option_diagnostic(const support::OptionError& error);
 
 /// A schedule from a file: schedule JSON or MSCCL XML (verified here, routes checked against
 /// `topology`), or a DSL program (compiled for `collective`, which verifies it).

@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const optiflow::support::OptionError& e) {
+    std::cerr << optiflow::cli::option_diagnostic(e) << "\n";
+    return 2;
   } catch (const optiflow::support::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -20,8 +20,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void fail(const std::string& field, const std::string& message) {
-  throw support::InputError(support::SourceLocation{"command line", 0, 0, field}, message);
+[[noreturn]] void fail(const std::string& option, const std::string& message) {
+  throw support::OptionError(option, message);
 }
 
 double seconds_since(Clock::time_point start) {
@@ -86,9 +86,9 @@ Contender ours(const db::Store& store, const topology::Topology& topo, const Ref
       }
   }
   if (simulated.empty() || c.results.front().time_us == 0)
-    fail("--with", "no stored schedules for 'ours' on " + topo.name() + " (" + filter.collective +
-                       ") in " + options.db_path +
-                       ": run optiflow explore first, or name a program file");
+    fail("with", "no stored schedules for 'ours' on " + topo.name() + " (" + filter.collective +
+                     ") in " + options.db_path +
+                     ": run optiflow explore first, or name a program file");
   if (const auto run = store.run(largest_run)) {
     c.synthesis_s = seconds_between(run->started_at, run->finished_at);
     c.status = "best stored per size (" + std::to_string(simulated.size()) +
@@ -157,8 +157,8 @@ std::pair<Contender, const schedule::Schedule*> contender(
     return {std::move(c), &file->schedule};
   }
   if (baselines::is_baseline(name)) return {baseline(name, topo, reference, options), nullptr};
-  fail("--with", "unknown contender '" + name +
-                     "': ours, a baseline (optiflow baseline --help) or a schedule file");
+  fail("with", "unknown contender '" + name +
+                   "': ours, a baseline (optiflow baseline --help) or a schedule file");
 }
 
 std::int64_t record(db::Store& db, const topology::Topology& topo, const CompareOptions& options,

@@ -57,8 +57,8 @@ RunRecord::RunRecord(ExploreOptions& options)
 void RunRecord::resume(ExploreOptions& options) {
   const auto info = store_.run(*options.resume);
   if (!info)
-    throw support::InputError(support::SourceLocation{db_path_, 0, 0, "--resume"},
-                              "no run " + std::to_string(*options.resume) + " in this database");
+    throw support::OptionError(
+        "resume", "no run " + std::to_string(*options.resume) + " in this database", db_path_);
   const auto saved = nlohmann::json::parse(info->options_json);
   options.topology = saved.at("topology").get<std::string>();
   options.collective = *support::collective_from_string(info->collective);
@@ -109,10 +109,11 @@ std::int64_t RunRecord::commit(const Candidate& c, support::Collective collectiv
 std::int64_t RunRecord::check_committed(const Candidate& c) const {
   const db::StoredCandidate& stored = committed_[static_cast<std::size_t>(c.seq)];
   if (stored.program_source != c.stored_source())
-    throw support::InputError(support::SourceLocation{db_path_, 0, 0, "--resume"},
-                              "run " + std::to_string(run_id_) + " cannot be resumed: candidate " +
-                                  std::to_string(c.seq) +
-                                  " is no longer reproduced (the code changed?)");
+    throw support::OptionError("resume",
+                               "run " + std::to_string(run_id_) + " cannot be resumed: candidate " +
+                                   std::to_string(c.seq) +
+                                   " is no longer reproduced (the code changed?)",
+                               db_path_);
   return stored.program_id;
 }
 

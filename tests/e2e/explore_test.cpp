@@ -146,6 +146,8 @@ TEST_F(Explore, BadOptionsFailCleanly) {
   EXPECT_EQ(
       run("explore --topo no-such-topology --budget 1 --db '" + (dir_ / "c.db").string() + "'"), 2);
   EXPECT_EQ(run("explore --resume 42 --db '" + (dir_ / "c.db").string() + "'"), 2);
+  EXPECT_EQ(optiflow::e2e::slurp(dir_ / "err"),
+            (dir_ / "c.db").string() + ": error: --resume: no run 42 in this database\n");
   EXPECT_EQ(run("history --db '" + (dir_ / "missing.db").string() + "' runs"), 2);
 }
 

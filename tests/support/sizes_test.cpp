@@ -27,8 +27,10 @@ TEST(Sizes, BadInputNamesTheOption) {
     try {
       parse_sizes(bad);
       FAIL() << "accepted '" << bad << "'";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("--sizes"), std::string::npos) << e.what();
+    } catch (const OptionError& e) {
+      EXPECT_EQ(e.option(), "sizes");  // the option's name, for the CLI to map to its flag
+      EXPECT_NE(std::string(e.what()).find("sizes: "), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
     }
   }
 }

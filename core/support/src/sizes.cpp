@@ -16,7 +16,7 @@ constexpr std::array<std::pair<char, int>, 4> kSuffixShift{
 constexpr std::size_t kMaxRangeEntries = 64;
 
 [[noreturn]] void fail(const std::string& what, const std::string& message) {
-  throw InputError(SourceLocation{"command line", 0, 0, what}, message);
+  throw OptionError(what, message);
 }
 
 }  // namespace

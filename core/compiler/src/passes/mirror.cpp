@@ -175,10 +175,11 @@ void mirror_pass(CompileState& state) {
       state.plan = all_reduce(state.plan, state.limits, state.text);
       return;
     default:
-      throw support::InputError(
-          support::SourceLocation{state.text.source, 0, 0, "--collective"},
-          "programs compile to allgather, reducescatter and allreduce; not to " +
-              std::string(to_string(state.options.collective)));
+      throw support::OptionError("collective",
+                                 "programs compile to allgather, reducescatter and allreduce; "
+                                 "not to " +
+                                     std::string(to_string(state.options.collective)),
+                                 state.text.source);
   }
 }
 

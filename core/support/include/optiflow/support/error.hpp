@@ -43,6 +43,27 @@ class InputError : public std::runtime_error {
   SourceLocation where_;
 };
 
+/// Thrown for a bad option of a library call: `option()` is its name among the call's options
+/// ("resume", "with", "sizes"), never a command-line flag: the CLI names the flag it came from,
+/// the GUI its control. `file()` is the file that is the place, if one is (the database a run
+/// is resumed from); `what()` reads "FILE: error: option: message" ("options" for no file).
+class OptionError : public InputError {
+ public:
+  OptionError(const std::string& option, const std::string& message, const std::string& file = {})
+      : InputError(SourceLocation{file.empty() ? "options" : file, 0, 0, option}, message),
+        option_(option),
+        message_(message),
+        file_(file) {}
+
+  const std::string& option() const { return option_; }
+  /// The message alone, without the place.
+  const std::string& message() const { return message_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string option_, message_, file_;
+};
+
 /// Thrown when a library is asked for something it does not do: a baseline or a bound for a
 /// collective it does not build, a bound on a topology that has none. Not an InputError: a
 /// caller that only asks "is there one?" (a table's NCCL column, a stored bound) catches this
