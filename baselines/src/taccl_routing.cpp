@@ -473,7 +473,7 @@ Routing solve_routing(const LogicalTopology& logical, const TacclSketch& sketch,
     throw support::InputError(support::SourceLocation{sketch.source, 0, 0, {}},
                               "taccl: the routing MILP found no solution (" +
                                   routing.report.status +
-                                  "); raise --time-limit or loosen the sketch");
+                                  "); raise the time limit or loosen the sketch");
   return routing;
 }
 

@@ -229,7 +229,7 @@ Schedule solve_schedule(const LogicalTopology& logical, const ChunkSpace& space,
   if (!result.found())
     throw support::InputError(support::SourceLocation{"taccl", 0, 0, {}},
                               "taccl: the scheduling MILP found no solution (" +
-                                  schedule.report.status + "); raise --time-limit");
+                                  schedule.report.status + "); raise the time limit");
   return schedule;
 }
 

@@ -129,7 +129,7 @@ class Synthesis {
       if (at_high.status() != mip::Status::infeasible)
         throw support::InputError(support::SourceLocation{topology_.name(), 0, 0, {}},
                                   "teccl: CLP stopped without solving the relaxation at " +
-                                      std::to_string(high) + " epochs (raise --time-limit)");
+                                      std::to_string(high) + " epochs (raise the time limit)");
       low = high;
       high = std::max(high + 1, 2 * high);
       at_high = solve(high, Goal::all_by_horizon, false);

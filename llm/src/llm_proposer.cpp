@@ -150,7 +150,7 @@ class LlmProposer final : public propose::Proposer {
           continue;
         }
       if (settings_.replay_only)
-        throw ProposerError("--replay-only: the store has no recorded reply for a " +
+        throw ProposerError("replaying only: the store has no recorded reply for a " +
                             calls[i].purpose + " request to model " + calls[i].request.model +
                             " (request hash " + hashes.back() +
                             "); record it with a live run first");

@@ -119,11 +119,11 @@ void validate(const LlmSettings& s) {
   const std::string where = "LLM settings";
   if (s.server.url.empty() && !s.replay_only)
     fail(where, "url",
-         "no model server: set OPTIFLOW_LLM_URL (e.g. http://localhost:8000/v1), --llm-url or "
-         "\"url\" in --llm-config");
+         "no model server: set OPTIFLOW_LLM_URL (e.g. http://localhost:8000/v1), the server's "
+         "URL, or \"url\" in the settings file");
   if (s.models.empty())
     fail(where, "model",
-         "no model: set OPTIFLOW_LLM_MODEL, --llm-model or \"models\" in --llm-config");
+         "no model: set OPTIFLOW_LLM_MODEL, the models, or \"models\" in the settings file");
   for (const ModelSpec& m : s.models) {
     if (m.name.empty()) fail(where, "model", "a model without a name");
     if (!(m.weight > 0)) fail(where, "model", "model '" + m.name + "' needs a positive weight");

@@ -168,7 +168,7 @@ TEST_F(LlmExplore, ReplayOnlyFailsClearlyOnARequestNeverRecorded) {
   std::string out;
   ASSERT_NE(run(env("http://127.0.0.1:1/v1"), explore_args("llm", "o") + " --replay-only", &out),
             0);
-  EXPECT_NE(slurp(dir_ / "err").find("--replay-only: the store has no recorded reply"),
+  EXPECT_NE(slurp(dir_ / "err").find("replaying only: the store has no recorded reply"),
             std::string::npos)
       << slurp(dir_ / "err");
   EXPECT_EQ(server_.calls(), 0);

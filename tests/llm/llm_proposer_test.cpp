@@ -177,7 +177,7 @@ TEST_F(LlmProposerTest, ReplayOnlyNeverCallsAndFailsClearlyOnANewRequest) {
     proposer()->propose(std::vector<ProposalRequest>{request(2)});
     FAIL() << "a request that was never recorded was answered";
   } catch (const propose::ProposerError& e) {
-    EXPECT_NE(std::string(e.what()).find("--replay-only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("replaying only: "), std::string::npos) << e.what();
   }
   EXPECT_EQ(server_.calls(), 1);
 }
