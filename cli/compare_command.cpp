@@ -76,8 +76,8 @@ void print_table(const explore::Comparison& c, const std::string& db) {
       std::cout << strprintf("%8s %11s  %-24s %12.3f %11.2f %8.3f %8s  %s\n",
                              k == 0 ? support::format_size(c.sizes[s]).c_str() : "",
                              k == 0 ? strprintf("%.3f", c.bound_us[s]).c_str() : "",
-                             c.contenders[k].name.c_str(), p.time_us, p.busbw_GBps,
-                             p.x_bound(), versus.c_str(), c.contenders[k].choices[s].c_str());
+                             c.contenders[k].name.c_str(), p.time_us, p.busbw_GBps, p.x_bound(),
+                             versus.c_str(), c.contenders[k].choices[s].c_str());
     }
   std::cout << "\nx bound: time / lower bound; vs nccl: NCCL's tuner's time over this one's "
                "(above 1: faster than NCCL), all in the same cost model.\n";

@@ -97,10 +97,10 @@ class TopologyView : public QWidget {
 
 /// One compile-and-simulate of the editor's program, as the worker hands it back.
 struct Simulation {
-  std::string error;  ///< non-empty: it did not compile or simulate
-  explore::Reference reference;               ///< the sizes, the bound and NCCL's pick
-  std::vector<support::SizeResult> results;   ///< per size, with the bound
-  std::vector<support::SizeResult> bound;     ///< per size: the bound, as a result
+  std::string error;                         ///< non-empty: it did not compile or simulate
+  explore::Reference reference;              ///< the sizes, the bound and NCCL's pick
+  std::vector<support::SizeResult> results;  ///< per size, with the bound
+  std::vector<support::SizeResult> bound;    ///< per size: the bound, as a result
   struct Baseline {
     std::string name;
     std::vector<support::SizeResult> results;  ///< per size
