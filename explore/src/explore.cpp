@@ -37,7 +37,7 @@ class Exploration {
         evaluator_(topology_, options_.collective, reference_, options_.threads),
         population_(reference_.sizes.size(), kIslands, kPerIsland),
         winners_(reference_),
-        hw_(options_, reference_.bound_us),
+        hw_(options_),
         progress_(progress) {
     options_.sizes = reference_.sizes;
     record_.begin(options_, topology_);

@@ -8,8 +8,7 @@
 
 namespace optiflow::explore {
 
-HwMeasurements::HwMeasurements(const ExploreOptions& options, std::vector<double> bound_us)
-    : options_(options), bound_us_(std::move(bound_us)) {}
+HwMeasurements::HwMeasurements(const ExploreOptions& options) : options_(options) {}
 
 void HwMeasurements::measure(const std::vector<Candidate>& batch) {
   if (!active()) return;
@@ -46,9 +45,8 @@ std::vector<std::size_t> HwMeasurements::best_unmeasured(
 // Mean over the sizes of log(simulated time / bound).
 double HwMeasurements::mean_log_ratio(const Simulated& simulated) const {
   double sum = 0;
-  for (std::size_t s = 0; s < bound_us_.size(); ++s)
-    sum += std::log(simulated.results[s].time_us / bound_us_[s]);
-  return sum / static_cast<double>(bound_us_.size());
+  for (const support::SizeResult& r : simulated.results) sum += std::log(r.x_bound());
+  return sum / static_cast<double>(simulated.results.size());
 }
 
 void HwMeasurements::measure_one(const Candidate& c) {

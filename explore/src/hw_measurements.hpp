@@ -16,7 +16,7 @@ namespace optiflow::explore {
 class HwMeasurements {
  public:
   /// `options` (measure, hw_topk, hw_backend, warn, topology, sizes) must outlive this.
-  HwMeasurements(const ExploreOptions& options, std::vector<double> bound_us);
+  explicit HwMeasurements(const ExploreOptions& options);
 
   /// Whether anything is measured in this run.
   bool active() const { return options_.measure && options_.hw_topk > 0; }
@@ -36,7 +36,6 @@ class HwMeasurements {
   void warn(const std::string& message) const;
 
   const ExploreOptions& options_;
-  std::vector<double> bound_us_;
   // By schedule hash; nullopt: the measurement failed (it is not retried).
   std::map<std::string, std::optional<std::vector<double>>> measured_;
   std::int64_t measured_count_ = 0, failed_count_ = 0;

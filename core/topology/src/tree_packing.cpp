@@ -313,11 +313,10 @@ std::vector<double> time_per_byte(const Topology& topo) {
 // Column generation: solves, prices the links by the duals (plus, in phase 2, their time per
 // byte), and adds each member's cheapest tree where it improves the LP, until none does.
 // Returns the rounds that added a tree.
-int generate_columns(PackingLp& lp, Routes& routes, const Topology& topo,
+int generate_columns(PackingLp& lp, Routes& routes, const std::vector<double>& busy,
                      const std::vector<int>& members, int phase) {
   const std::size_t m = members.size();
-  const std::vector<double> busy = time_per_byte(topo);
-  std::vector<double> price(topo.link_count());
+  std::vector<double> price(busy.size());
   int rounds = 0;
   for (int round = 1; round <= kMaxIterations; ++round, ++rounds) {
     lp.solve();
@@ -371,16 +370,16 @@ TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> membe
   PackingLp lp(topo, members.size());
   // Start from the trees that are cheapest in time per byte, then price new ones.
   Routes routes(topo, members, avoided);
-  routes.compute(time_per_byte(topo));
+  const std::vector<double> busy = time_per_byte(topo);
+  routes.compute(busy);
   for (std::size_t r = 0; r < members.size(); ++r)
     lp.add(cheapest_tree(routes, members.size(), static_cast<int>(r), members));
   // Phase 1 maximises the rate. The optimum is degenerate (many packings reach it, some
   // through detours: GPU to GPU of one host over the network), so phase 2 keeps the rate and
   // minimises the links' total busy time per byte, sum over links of load / bandwidth.
-  result.iterations += generate_columns(lp, routes, topo, members, 1);
-  const std::vector<double> busy = time_per_byte(topo);
+  result.iterations += generate_columns(lp, routes, busy, members, 1);
   lp.keep_rate_and_minimise([&](const Tree& tree) { return price_of(tree, busy); });
-  result.iterations += generate_columns(lp, routes, topo, members, 2);
+  result.iterations += generate_columns(lp, routes, busy, members, 2);
   result.rate_GBps = lp.values()[0];
   result.trees = kept_trees(lp, topo, members);
   return result;
