@@ -22,6 +22,7 @@
 #include "format.hpp"
 #include "hw_measure.hpp"
 #include "inputs.hpp"
+#include "measured_runs.hpp"
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/hw_runner/calibrate.hpp"
@@ -29,6 +30,8 @@
 #include "optiflow/hw_runner/measure.hpp"
 #include "optiflow/hw_runner/nccl_backend.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/sim/fidelity.hpp"
+#include "optiflow/sim/host_model.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
@@ -45,6 +48,12 @@ struct CalibrateArgs {
   std::string check_sizes = "4K,64K,512K", samples_out, db = "optiflow.db";
   int np = 4, iters = 20;
   bool no_check = false, no_store = false;
+  // --from-db: fit the machine to stored runs instead of measuring.
+  std::vector<std::string> from_db;
+  int ranks = 0;
+  std::string bands = "4K,64K,512K";
+  MeasuredFilter filter;
+  bool backend_given = false;
 };
 
 using PairKey = std::pair<std::int32_t, std::int32_t>;
@@ -69,22 +78,6 @@ topology::Topology calibrated_topology(const std::string& backend, int ranks,
                   static_cast<topology::NodeId>(pair.second),
                   topology::LinkSpec{topology::LinkKind::other, fit.bw_GBps, fit.alpha_us});
   return topo;
-}
-
-// The schedule without routes, so that it can be simulated on any topology of its ranks.
-schedule::Schedule unrouted(schedule::Schedule s) {
-  s.topology.clear();
-  for (auto& program : s.programs)
-    for (auto& tb : program.tbs)
-      for (auto& step : tb.steps) step.route.clear();
-  return s;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::ranges::sort(values);
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 // One size of one schedule, measured and simulated.
@@ -137,7 +130,8 @@ SimulatorCheck check_simulator(const CalibrateArgs& args, topology::Topology aft
   unit_overhead.set_op_overhead_us(1);
   for (const std::string& program : programs) {
     const schedule::Schedule compiled =
-        compiler::compile_program(program, "calibrate", after, {}).schedule;
+        compiler::compile_program(program, program.substr(0, program.find(' ')), after, {})
+            .schedule;
     std::cerr << "calibrate: running '" << program << "'...\n";
     HwRun run;
     run.backend = args.backend;
@@ -145,13 +139,14 @@ SimulatorCheck check_simulator(const CalibrateArgs& args, topology::Topology aft
     run.sizes = sizes;
     run.iters = args.iters;
     run.work = work;
+    if (!args.no_store) run.db = args.db;  // so that `calibrate --from-db` can use them later
     std::vector<double> measured;
     try {
       measured = run_on_hardware(compiled, run);
     } catch (const std::runtime_error& e) {
       throw std::runtime_error("running '" + program + "' failed: " + e.what());
     }
-    const schedule::Schedule plain = unrouted(compiled);
+    const schedule::Schedule plain = schedule::without_routes(compiled);
     const auto before_us = sim_times(before, plain, sizes);
     const auto base_us = sim_times(after, plain, sizes);
     const auto unit_us = sim_times(unit_overhead, plain, sizes);
@@ -186,9 +181,9 @@ SimulatorCheck check_simulator(const CalibrateArgs& args, topology::Topology aft
                           {"after_us", after_us},
                           {"overhead_us", overhead}});
   }
-  check.median_before = median(errors_before);
+  check.median_before = sim::median(errors_before);
   check.worst_before = *std::ranges::max_element(errors_before);
-  check.median_after = median(errors_after);
+  check.median_after = sim::median(errors_after);
   check.worst_after = *std::ranges::max_element(errors_after);
   std::cout << strprintf(
       "|error| before: median %.1f%%, worst %.1f%%; after: median %.1f%%, "
@@ -260,7 +255,72 @@ void calibrate_rank(const CalibrateArgs& args, const hw_runner::CalibrationOptio
   write_text_file(args.samples_out, text);
 }
 
+void print_fit(const sim::FitReport& fit, std::size_t schedules) {
+  const sim::HostModel& m = fit.model;
+  std::cout << strprintf(
+      "fitted on %zu points of %zu schedules (%d iterations): median |error| %.1f%%, worst "
+      "%.1f%%\n",
+      fit.residuals.size(), schedules, fit.iterations, 100 * fit.median_error,
+      100 * fit.worst_error);
+  std::cout << strprintf(
+      "launch %.2f us, per step %.2f us; per rank: send %.2f GB/s, receive %.2f GB/s; host "
+      "memory system %.2f GB/s shared\n",
+      m.launch_us, m.step_us, m.send_GBps, m.recv_GBps, m.memory_GBps);
+  std::cout << strprintf("%-22s %10s %10s\n", "messages", "alpha_us", "bw_factor");
+  std::uint64_t from = 0;
+  for (const topology::MessageBand& band : m.bands) {
+    const std::string range =
+        band.max_bytes ? support::format_size(from) + ".." + support::format_size(band.max_bytes)
+                       : "> " + support::format_size(from);
+    std::cout << strprintf("%-22s %10.2f %10.3f\n", range.c_str(), band.alpha_us, band.bw_factor);
+    from = band.max_bytes;
+  }
+  std::map<std::string, std::vector<double>> by_schedule;
+  for (const sim::FitResidual& r : fit.residuals)
+    by_schedule[r.schedule].push_back(r.simulated_us / r.measured_us - 1);
+  std::cout << strprintf("%-40s %7s %14s %12s\n", "schedule", "points", "median error",
+                         "worst |err|");
+  for (auto& [name, errors] : by_schedule) {
+    double worst = 0;
+    for (double e : errors) worst = std::max(worst, std::abs(e));
+    std::cout << strprintf("%-40s %7zu %+13.1f%% %11.1f%%\n", name.c_str(), errors.size(),
+                           100 * sim::median(errors), 100 * worst);
+  }
+}
+
+// `calibrate --from-db`: the host model fitted to every stored measurement, written as a
+// topology of --ranks ranks.
+void calibrate_from_db(const CalibrateArgs& args) {
+  if (args.ranks < 2)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--ranks"},
+                              "the fitted topology needs at least 2 ranks");
+  MeasuredFilter filter = args.filter;
+  if (args.backend_given) filter.backend = args.backend;
+  const auto measured = read_measured(args.from_db, filter);
+  sim::FitOptions options;
+  options.band_edges = support::parse_sizes(args.bands, "bands");
+  options.progress = [](int iteration, double cost) {
+    std::cerr << strprintf("calibrate: iteration %d, robust cost %.4f\n", iteration, cost);
+  };
+  std::size_t points = 0;
+  for (const auto& m : measured) points += m.times_us.size();
+  std::cerr << "calibrate: fitting the machine to " << points << " measurements of "
+            << measured.size() << " schedules...\n";
+  const sim::FitReport fit = sim::fit_host_model(measured, options);
+  print_fit(fit, measured.size());
+  const std::string name = "fitted-" +
+                           (filter.backend.empty() ? std::string("hw") : filter.backend) +
+                           std::to_string(args.ranks);
+  write_text_file(args.output, topology::write_topology_json(fit.model.topology(args.ranks, name)));
+  std::cout << "wrote " << args.output << " (" << name << ", " << args.ranks
+            << " ranks on one host)\n";
+}
+
 void calibrate(const CalibrateArgs& args) {
+  if (!args.from_db.empty()) {
+    calibrate_from_db(args);
+    return;
+  }
   check_backend(args.backend);
   hw_runner::CalibrationOptions options;
   options.sizes = support::parse_sizes(args.sizes);
@@ -352,7 +412,19 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-store", args->no_store, "do not store the calibration");
   cmd->add_option("--samples-out", args->samples_out)->group("");
-  cmd->callback([args] { calibrate(*args); });
+  cmd->add_option("--from-db", args->from_db,
+                  "fit the machine to the hardware results stored in this database instead of "
+                  "measuring (repeatable)");
+  cmd->add_option("--ranks", args->ranks, "with --from-db: ranks of the topology to write");
+  cmd->add_option("--bands", args->bands, "with --from-db: upper edges of the message-size bands")
+      ->capture_default_str();
+  cmd->add_option("--only", args->filter.only, "with --from-db: only schedules matching (glob)");
+  cmd->add_option("--exclude", args->filter.exclude,
+                  "with --from-db: leave out schedules matching (glob)");
+  cmd->callback([args, cmd] {
+    args->backend_given = cmd->count("--backend") > 0;
+    calibrate(*args);
+  });
 }
 
 }  // namespace optiflow::cli

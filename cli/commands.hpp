@@ -16,6 +16,7 @@ void add_compare_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
+void add_fidelity_command(CLI::App& app);
 void add_gui_command(CLI::App& app);
 
 /// A program on one line (`a; b; split { ... }`), for tables.

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   optiflow::cli::add_import_command(app);
   optiflow::cli::add_run_command(app);
   optiflow::cli::add_calibrate_command(app);
+  optiflow::cli::add_fidelity_command(app);
   optiflow::cli::add_gui_command(app);
   try {
     app.parse(argc, argv);

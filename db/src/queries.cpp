@@ -287,6 +287,18 @@ std::optional<std::string> Store::schedule_json(const std::string& schedule_hash
   return q->text(0);
 }
 
+std::vector<Store::HwMeasurement> Store::hw_measurements() const {
+  Query q = impl_->query(
+      "SELECT s.hash, s.json, t.name, h.backend, h.host_info, h.size_bytes, h.time_us, "
+      "h.algbw_GBps, h.busbw_GBps, h.bound_us FROM hw_results h "
+      "JOIN schedules s ON s.id = h.schedule_id JOIN topologies t ON t.id = h.topology_id "
+      "WHERE s.json IS NOT NULL ORDER BY s.id, h.backend, h.size_bytes, h.id");
+  std::vector<HwMeasurement> rows;
+  while (q->step())
+    rows.push_back({q->text(0), q->text(1), q->text(2), q->text(3), q->text(4), perf_at(*q, 5)});
+  return rows;
+}
+
 std::vector<Store::ProgramResult> Store::program_results(Id program_id) const {
   Query q = impl_->query(
       "SELECT t.name, comp.collective, m.model, s.hash, '', '', m.size_bytes, m.time_us, "

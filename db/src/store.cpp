@@ -216,6 +216,36 @@ Store Store::open(const std::string& path) {
   return Store(std::move(impl));
 }
 
+Store Store::open_read_only(const std::string& path) {
+  // immutable=1 where the file's directory is read-only too: SQLite cannot create the WAL
+  // index next to it, and nobody can be writing the file.
+  for (const char* mode : {"mode=ro", "immutable=1"}) {
+    sqlite3* db = nullptr;
+    const std::string uri = "file:" + path + "?" + mode;
+    const int rc =
+        sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    auto impl = std::make_unique<Impl>(db);
+    if (rc != SQLITE_OK) throw_sqlite(db, "sqlite3_open_v2(" + path + ")", rc);
+    sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    Store store(std::move(impl));
+    int version = 0;
+    try {
+      version = store.schema_version();
+    } catch (const DbError&) {
+      if (std::string_view(mode) == "mode=ro") continue;
+      throw;
+    }
+    if (version > kSchemaVersion || version == 0)
+      throw DbError("open_read_only(" + path + ")", SQLITE_ERROR,
+                    version == 0
+                        ? "not an optiflow database (schema version 0)"
+                        : "its schema version " + std::to_string(version) +
+                              " is newer than this optiflow's " + std::to_string(kSchemaVersion));
+    return store;
+  }
+  throw DbError("open_read_only(" + path + ")", SQLITE_CANTOPEN, "cannot be opened");
+}
+
 Id Store::put_topology(const std::string& name, const std::string& topology_json) {
   return impl_->transaction("put_topology",
                             [&] { return put_topology_row(*impl_, name, topology_json); });

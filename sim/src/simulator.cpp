@@ -85,7 +85,8 @@ class Run {
         size_(static_cast<double>(size_bytes)),
         protocol_(impl.protocol_for(size_bytes)),
         costs_(impl.options.protocol_costs ? *impl.options.protocol_costs
-                                           : topology::protocol_costs(protocol_)),
+                                           : topology::protocol_costs(impl.topology, protocol_)),
+        runtime_(impl.topology.runtime() ? &*impl.topology.runtime() : nullptr),
         overhead_us_(impl.overhead_us),
         slots_(impl.options.slots),
         network_(network_for<Net>(impl)),
@@ -155,7 +156,10 @@ class Run {
       blocked_[static_cast<std::size_t>(t.connection)] = s;
       return;
     }
-    network_.launch(id, t.fraction * size_, route_costs_[static_cast<std::size_t>(t.route)], now);
+    const double bytes = t.fraction * size_;
+    const topology::TransferCost& cost = route_costs_[static_cast<std::size_t>(t.route)];
+    const topology::MessageBand* band = runtime_ ? runtime_->band_for(bytes) : nullptr;
+    network_.launch(id, bytes, band ? topology::in_band(cost, *band) : cost, now);
     complete(s, now);
   }
 
@@ -279,6 +283,7 @@ class Run {
   double size_;
   topology::Protocol protocol_;
   topology::ProtocolCosts costs_;
+  const topology::RuntimeCosts* runtime_;  // a fitted machine's costs by message size, or null
   // Copies of the options the loop reads per step: members, so that stores into the per-step
   // arrays cannot make the compiler reload them.
   double overhead_us_;

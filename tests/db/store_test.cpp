@@ -409,6 +409,12 @@ TEST_F(StoreTest, SchedulesAreStoredOnceAndFilledInLater) {
   EXPECT_THROW(store_.put_schedule(hash, json + " ", 2, 3), DbError);
 }
 
+TEST(StoreReadOnly, RefusesAMissingFileAndCreatesNothing) {
+  TempDb missing;
+  EXPECT_THROW(Store::open_read_only(missing.path()), DbError);
+  EXPECT_FALSE(std::filesystem::exists(missing.path()));
+}
+
 TEST_F(StoreTest, HardwareResultsAndModelCalls) {
   store_.record_candidate(compiled_candidate(run_, 0, "measured"));
   const auto stored = store_.candidates(run_);
@@ -430,6 +436,16 @@ TEST_F(StoreTest, HardwareResultsAndModelCalls) {
   EXPECT_EQ(results[2].backend, "nccl");
   EXPECT_EQ(results[2].host_info, "node0 8xH100");
   EXPECT_DOUBLE_EQ(results[2].perf.time_us, 90);
+
+  // Read back with the schedule's JSON, by a reader that never writes.
+  const Store reader = Store::open_read_only(db_.path());
+  const auto measured = reader.hw_measurements();
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].schedule_hash, stored[0].schedule_hash);
+  EXPECT_EQ(measured[0].schedule_json, *store_.schedule_json(stored[0].schedule_hash));
+  EXPECT_EQ(measured[0].topology, "ring4");
+  EXPECT_EQ(measured[0].backend, "nccl");
+  EXPECT_DOUBLE_EQ(measured[0].perf.time_us, 90);
 
   ModelCall call;
   call.run_id = run_;

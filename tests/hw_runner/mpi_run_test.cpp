@@ -259,6 +259,28 @@ TEST_F(MpiRunTest, CalibrationFitsEveryPairAndReportsTheSimulatorsErrorBeforeAnd
       << err();
   EXPECT_NE(out.find("calibrated-mpi2"), std::string::npos) << out;
   EXPECT_NE(out.find("%"), std::string::npos) << out;
+
+  // Its runs are stored, so that the machine can be fitted to them later and the fit checked.
+  EXPECT_EQ(count("SELECT count(*) FROM hw_results WHERE backend = 'mpi' AND size_bytes = 4096"),
+            3);
+  ASSERT_EQ(run_optiflow(
+                dir_, "calibrate --from-db " + path("run.db") + " --ranks 2 -o " + path("fit.json"),
+                &out),
+            0)
+      << out << err();
+  EXPECT_NE(out.find("fitted on 3 points of 3 schedules"), std::string::npos) << out;
+  ASSERT_EQ(run_optiflow(
+                dir_, "fidelity --db " + path("run.db") + " --topo " + path("fit.json") + " --json",
+                &out),
+            0)
+      << out << err();
+  const auto report = nlohmann::json::parse(out);
+  EXPECT_EQ(report.at("points").get<int>(), 3);
+  ASSERT_EQ(report.at("by_group").size(), 1u);
+  const auto& group = report.at("by_group").at(0);
+  EXPECT_EQ(group.at("schedules").get<int>(), 3);
+  EXPECT_EQ(group.at("size_bytes").get<int>(), 4096);
+  EXPECT_GE(group.at("regret").get<double>(), 1.0);
 }
 
 // GPUs on this machine, as `nvidia-smi -L` lists them (0 without the tool).

@@ -38,6 +38,19 @@ TEST(TopologyJson, RoundTripsEveryBuiltin) {
   }
 }
 
+// A fitted machine's runtime costs survive writing and reading; a message takes the first band
+// that holds it, the last band every larger one.
+TEST(TopologyJson, RoundTripsARuntimesCostsByMessageSize) {
+  Topology topo = make_fullmesh(2);
+  topo.set_runtime(RuntimeCosts{7.5, {MessageBand{4096, 0.5, 1.0}, MessageBand{0, 2.0, 0.25}}});
+  const Topology back = parse_topology_json(write_topology_json(topo), "t.json");
+  EXPECT_EQ(back, topo);
+  ASSERT_TRUE(back.runtime());
+  EXPECT_DOUBLE_EQ(back.runtime()->band_for(4096)->alpha_us, 0.5);
+  EXPECT_DOUBLE_EQ(back.runtime()->band_for(4097)->bw_factor, 0.25);
+  EXPECT_DOUBLE_EQ(back.runtime()->band_for(1e12)->bw_factor, 0.25);
+}
+
 TEST(TopologyJson, MissingNameDefaultsToTheFileStem) {
   const Topology topo = parse_topology_json(
       R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": []})", "dir/mine.json");
@@ -85,6 +98,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}, {"id": "b", "kind": "switch"}],
                     "links": [{"src": "a", "dst": "b"}]})",
                 "links[0].bw_GBps: missing"},
+        BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": [],
+                    "runtime": {"messages": [{"bw_factor": 1.5}]}})",
+                "runtime.messages[0].bw_factor: must be in (0, 1]"},
+        BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": [],
+                    "runtime": {"messages": [{"max_bytes": 64}, {"max_bytes": 8}]}})",
+                "runtime.messages[1].max_bytes: bands must be in ascending order"},
+        BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": [],
+                    "runtime": {"messages": [{"alpha_us": 1}, {"max_bytes": 8}]}})",
+                "runtime.messages[0].max_bytes: only the last band"},
+        BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": [],
+                    "runtime": {"launch_us": "x"}})",
+                "runtime.launch_us: must be a number"},
         BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}, {"id": "b", "kind": "switch"}],
                     "links": [{"src": "a", "dst": "b", "bw_GBps": 0}]})",
                 "links[0].bw_GBps: must be a positive"},

@@ -63,4 +63,12 @@ std::size_t Schedule::step_count() const {
   return count;
 }
 
+Schedule without_routes(Schedule schedule) {
+  schedule.topology.clear();
+  for (RankProgram& program : schedule.programs)
+    for (ThreadBlock& tb : program.tbs)
+      for (Step& step : tb.steps) step.route.clear();
+  return schedule;
+}
+
 }  // namespace optiflow::schedule

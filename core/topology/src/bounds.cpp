@@ -218,6 +218,8 @@ LowerBound LowerBound::compute(const Topology& topology, support::Collective col
   LowerBound bound;
   bound.collective_ = collective;
   bound.ranks_ = topology.rank_count();
+  for (Protocol protocol : kProtocols)
+    bound.costs_[static_cast<std::size_t>(protocol)] = protocol_costs(topology, protocol);
   const double latency = latency_bound_us(topology);
   auto phase = [&](bool reversed) {
     return PhaseBound{bottleneck_cut(topology, reversed), bound.ranks_, latency};
@@ -247,7 +249,7 @@ BoundAtSize LowerBound::at(std::uint64_t size_bytes) const {
   if (ranks_ < 2) return result;
   result.time_us = std::numeric_limits<double>::infinity();
   for (Protocol protocol : kProtocols) {
-    const ProtocolCosts& costs = protocol_costs(protocol);
+    const ProtocolCosts& costs = costs_[static_cast<std::size_t>(protocol)];
     double time_us = costs.launch_us;
     for (const PhaseBound& p : phases_) time_us += p.time_us(size_bytes, costs);
     if (time_us >= result.time_us) continue;

@@ -22,6 +22,11 @@ TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol
           1.0 / share};
 }
 
+TransferCost in_band(const TransferCost& cost, const MessageBand& band) {
+  return {cost.latency_us + band.alpha_us, cost.rate_GBps * band.bw_factor,
+          cost.wire_per_byte / band.bw_factor};
+}
+
 FifoLinks::FifoLinks(const Topology& topology)
     : busy_us_(topology.link_count(), 0), bytes_(topology.link_count(), 0) {
   servers_.reserve(topology.link_count());

@@ -77,6 +77,13 @@ const ProtocolCosts& protocol_costs(Protocol protocol) {
   return kTable[static_cast<std::size_t>(protocol)];
 }
 
+ProtocolCosts protocol_costs(const Topology& topology, Protocol protocol) {
+  if (!topology.runtime()) return protocol_costs(protocol);
+  ProtocolCosts costs{protocol, topology.runtime()->launch_us, {}, {}};
+  costs.data_share.fill(1.0);
+  return costs;
+}
+
 double min_launch_us() {
   return std::ranges::min(kTable, {}, &ProtocolCosts::launch_us).launch_us;
 }

@@ -119,6 +119,35 @@ int Topology::host_count() const {
   return static_cast<int>(hosts.size());
 }
 
+const MessageBand* RuntimeCosts::band_for(double bytes) const {
+  for (const MessageBand& band : bands)
+    if (band.max_bytes == 0 || bytes <= static_cast<double>(band.max_bytes)) return &band;
+  return bands.empty() ? nullptr : &bands.back();
+}
+
+namespace {
+
+template <typename Fail>
+void validate_runtime(const RuntimeCosts& runtime, const Fail& fail) {
+  if (!(runtime.launch_us >= 0) || !std::isfinite(runtime.launch_us))
+    fail("runtime.launch_us", "must be a non-negative number of microseconds");
+  for (std::size_t i = 0; i < runtime.bands.size(); ++i) {
+    const MessageBand& band = runtime.bands[i];
+    const std::string field = "runtime.messages[" + std::to_string(i) + "]";
+    if (!(band.alpha_us >= 0) || !std::isfinite(band.alpha_us))
+      fail(field + ".alpha_us", "must be a non-negative number of microseconds");
+    if (!(band.bw_factor > 0 && band.bw_factor <= 1))
+      fail(field + ".bw_factor", "must be in (0, 1]: a share of the links' bandwidth");
+    const bool last = i + 1 == runtime.bands.size();
+    if (band.max_bytes == 0 && !last)
+      fail(field + ".max_bytes", "only the last band may hold every larger message");
+    if (i > 0 && band.max_bytes != 0 && band.max_bytes <= runtime.bands[i - 1].max_bytes)
+      fail(field + ".max_bytes", "bands must be in ascending order of max_bytes");
+  }
+}
+
+}  // namespace
+
 void Topology::validate(const std::string& source) const {
   auto fail = [&](std::string field, const std::string& message) {
     throw support::InputError(support::SourceLocation{source, 0, 0, std::move(field)}, message);
@@ -159,6 +188,7 @@ void Topology::validate(const std::string& source) const {
   }
   if (!(op_overhead_us_ >= 0) || !std::isfinite(op_overhead_us_))
     fail("op_overhead_us", "must be a non-negative number of microseconds");
+  if (runtime_) validate_runtime(*runtime_, fail);
 }
 
 }  // namespace optiflow::topology

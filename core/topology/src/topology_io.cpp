@@ -1,8 +1,10 @@
 #include "optiflow/topology/topology_io.hpp"
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/parse_support.hpp"
@@ -70,6 +72,38 @@ void read_links(const support::FieldReader& top, Topology& topo,
   }
 }
 
+// "runtime": {"launch_us": L, "messages": [{"max_bytes": B, "alpha_us": A, "bw_factor": F},
+// ...]}: the last band without max_bytes holds every larger message. Ranges are checked by
+// Topology::validate.
+std::optional<RuntimeCosts> read_runtime(const support::FieldReader& top) {
+  if (!top.has("runtime")) return std::nullopt;
+  const support::FieldReader r(top.required("runtime", "object"), top.field("runtime"),
+                               top.source());
+  RuntimeCosts runtime;
+  runtime.launch_us = r.number_or("launch_us", 0.0);
+  const json& bands = r.has("messages") ? r.array("messages") : json::array();
+  for (std::size_t i = 0; i < bands.size(); ++i) {
+    const support::FieldReader b(bands[i], r.field("messages") + "[" + std::to_string(i) + "]",
+                                 top.source());
+    runtime.bands.push_back(MessageBand{
+        b.has("max_bytes") ? static_cast<std::uint64_t>(b.integer(
+                                 "max_bytes", 1, std::numeric_limits<std::int64_t>::max()))
+                           : 0,
+        b.number_or("alpha_us", 0.0), b.number_or("bw_factor", 1.0)});
+  }
+  return runtime;
+}
+
+json runtime_json(const RuntimeCosts& runtime) {
+  json bands = json::array();
+  for (const MessageBand& band : runtime.bands) {
+    json b{{"alpha_us", band.alpha_us}, {"bw_factor", band.bw_factor}};
+    if (band.max_bytes != 0) b["max_bytes"] = band.max_bytes;
+    bands.push_back(std::move(b));
+  }
+  return json{{"launch_us", runtime.launch_us}, {"messages", std::move(bands)}};
+}
+
 // The nodes reachable from `from` along links (forward) or against them (backward).
 std::vector<bool> reachable(const Topology& topo, NodeId from, bool forward) {
   std::vector<bool> seen(topo.node_count(), false);
@@ -117,6 +151,7 @@ Topology parse_topology_json(std::string_view text, const std::string& source) {
   Topology topo(top.string_or("name", default_name(source)));
   topo.set_op_overhead_us(top.number_or("op_overhead_us", 0.0));
   topo.set_gpu_sm(top.int32_or("gpu_sm", 0, 0));
+  topo.set_runtime(read_runtime(top));
   std::map<std::string, NodeId> by_id;
   read_nodes(top, topo, by_id, source);
   read_links(top, topo, by_id, source);
@@ -135,6 +170,7 @@ std::string write_topology_json(const Topology& topology) {
   doc["name"] = topology.name();
   if (topology.op_overhead_us() != 0) doc["op_overhead_us"] = topology.op_overhead_us();
   if (topology.gpu_sm() != 0) doc["gpu_sm"] = topology.gpu_sm();
+  if (topology.runtime()) doc["runtime"] = runtime_json(*topology.runtime());
   json nodes = json::array();
   for (const Node& n : topology.nodes()) {
     json node{{"id", n.id}, {"kind", to_string(n.kind)}};

@@ -213,6 +213,10 @@ class Store {
   /// Opens (creating if needed) and migrates to the current schema version. Throws DbError
   /// for a file SQLite cannot open and for a schema newer than kSchemaVersion.
   static Store open(const std::string& path);
+  /// Opens an existing file for reading only: never migrates or writes, so that a database on
+  /// read-only media (or kept as evidence) can be queried. Throws DbError for a file that is
+  /// missing, not SQLite, or of a schema newer than kSchemaVersion.
+  static Store open_read_only(const std::string& path);
   ~Store();
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -273,6 +277,14 @@ class Store {
     support::SizeResult perf;
   };
   std::vector<ProgramResult> program_results(Id program_id) const;
+
+  /// Every hardware measurement with its schedule's JSON (those stored without their JSON are
+  /// left out), by schedule, backend and size.
+  struct HwMeasurement {
+    std::string schedule_hash, schedule_json, topology, backend, host_info;
+    support::SizeResult perf;
+  };
+  std::vector<HwMeasurement> hw_measurements() const;
 
   /// Hardware measurements and model calls (written by later features; readable now).
   /// record_hw_result needs the schedule stored first (record_candidate or put_schedule).

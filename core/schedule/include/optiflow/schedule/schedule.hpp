@@ -167,4 +167,8 @@ struct Schedule {
 void set_protocol_by_size(Schedule& schedule,
                           std::span<const std::pair<std::uint64_t, std::string_view>> per_size);
 
+/// The schedule with no routes and no topology name, so that it can be simulated on any
+/// topology of its ranks (each transfer then takes the cheapest path there).
+Schedule without_routes(Schedule schedule);
+
 }  // namespace optiflow::schedule

@@ -4,6 +4,7 @@
 // the links' bandwidth, so the bound is the lowest over protocols.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -69,6 +70,7 @@ class LowerBound {
   support::Collective collective_ = support::Collective::all_gather;
   int ranks_ = 0;
   std::vector<PhaseBound> phases_;
+  std::array<ProtocolCosts, kProtocols.size()> costs_{};  ///< by Protocol, on this topology
 };
 
 /// The exact bottleneck cut of an All-Gather on `topology` (or on its reverse), found by

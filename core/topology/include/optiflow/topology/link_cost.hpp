@@ -30,6 +30,8 @@ struct TransferCost {
   double wire_per_byte = 1;  ///< bytes each link carries per data byte (1 / data share)
 };
 TransferCost transfer_cost(const RouteCost& route, const ProtocolCosts& protocol);
+/// The same transfer as a message of a runtime's band: its alpha added, its rate scaled.
+TransferCost in_band(const TransferCost& cost, const MessageBand& band);
 
 /// Links as FIFO servers, with what each has carried.
 class FifoLinks {

@@ -50,6 +50,10 @@ struct ProtocolCosts {
 
 /// The labelled table's row for `protocol`.
 const ProtocolCosts& protocol_costs(Protocol protocol);
+/// What `protocol` costs on `topology`: the table's row, or where the topology carries its own
+/// runtime's costs (a fitted machine), its launch cost with no step latency and full data share
+/// whatever the protocol.
+ProtocolCosts protocol_costs(const Topology& topology, Protocol protocol);
 
 /// Whether NCCL runs `protocol` on this topology by default. LL128 only where NCCL tests it
 /// (tuning.cc): GPUs of sm 70, 80 or 90 (or not given) joined by NVLink; LL and Simple always.

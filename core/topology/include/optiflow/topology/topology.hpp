@@ -53,6 +53,30 @@ struct LinkSpec {
   double alpha_us = 0;
 };
 
+/// The messages up to `max_bytes` (0: any larger one) of a runtime fitted to a machine: each
+/// pays `alpha_us` on top of its route's and moves at `bw_factor` (0 < f <= 1) of its links'
+/// bandwidth. Runtimes switch protocol with the message size (MPI's eager and rendezvous
+/// transfers, the caches a copy fits in), which one alpha and one bandwidth per link cannot say.
+struct MessageBand {
+  std::uint64_t max_bytes = 0;
+  double alpha_us = 0;
+  double bw_factor = 1;
+
+  bool operator==(const MessageBand&) const = default;
+};
+
+/// The costs of a runtime measured on the machine (`optiflow calibrate --from-db`), in place of
+/// NCCL's protocol table: one launch cost per collective, no per-protocol step latency or data
+/// share, and costs by message size.
+struct RuntimeCosts {
+  double launch_us = 0;
+  std::vector<MessageBand> bands;  ///< ascending max_bytes; the last one holds every larger size
+
+  /// The band of a message of `bytes`; nullptr when there are no bands.
+  const MessageBand* band_for(double bytes) const;
+  bool operator==(const RuntimeCosts&) const = default;
+};
+
 /// A directed multigraph (parallel links allowed) on Boost.Graph, with value-type nodes and
 /// links addressable by dense ids. Ids are assigned in insertion order, so building the same
 /// topology twice gives identical ids, and every algorithm over it is deterministic.
@@ -78,6 +102,10 @@ class Topology {
   /// NCCL's tuner caps LL and LL128 by GPU generation.
   int gpu_sm() const { return gpu_sm_; }
   void set_gpu_sm(int sm) { gpu_sm_ = sm; }
+
+  /// The runtime's own costs where they were fitted to a machine; absent: NCCL's protocol table.
+  const std::optional<RuntimeCosts>& runtime() const { return runtime_; }
+  void set_runtime(std::optional<RuntimeCosts> runtime) { runtime_ = std::move(runtime); }
 
   /// Adds a node; its `id` must be unique (checked by validate()).
   NodeId add_node(Node node);
@@ -114,7 +142,8 @@ class Topology {
 
   bool operator==(const Topology& other) const {
     return name_ == other.name_ && op_overhead_us_ == other.op_overhead_us_ &&
-           gpu_sm_ == other.gpu_sm_ && nodes_ == other.nodes_ && links_ == other.links_;
+           gpu_sm_ == other.gpu_sm_ && runtime_ == other.runtime_ && nodes_ == other.nodes_ &&
+           links_ == other.links_;
   }
 
  private:
@@ -123,6 +152,7 @@ class Topology {
   std::string name_;
   double op_overhead_us_ = 0;
   int gpu_sm_ = 0;
+  std::optional<RuntimeCosts> runtime_;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
   std::vector<NodeId> gpu_by_rank_;  // filled as GPUs are added; holes checked by validate()
