@@ -2,7 +2,9 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "optiflow/sim/fidelity.hpp"
@@ -45,9 +47,12 @@ class Parameters {
   Eigen::Index size() const { return 5 + 2 * bands() - 1; }
   Eigen::Index bands() const { return static_cast<Eigen::Index>(edges_.size()) + 1; }
 
-  Eigen::VectorXd initial() const {
+  /// Where the descent starts: a host whose ranks copy at `rank_GBps` out of and into a
+  /// memory system of 20 GB/s, `launch_us` per collective, 1 us per step, no band penalties.
+  Eigen::VectorXd start(double launch_us, double rank_GBps) const {
     Eigen::VectorXd x(size());
-    x << std::log(5.0), std::log(1.0), std::log(10.0), std::log(10.0), std::log(20.0);
+    x << std::log(launch_us), std::log(1.0), std::log(rank_GBps), std::log(rank_GBps),
+        std::log(20.0);
     for (Eigen::Index b = 0; b < bands(); ++b) x(5 + b) = std::log(1.0);
     for (Eigen::Index b = 1; b < bands(); ++b) x(4 + bands() + b) = 0;
     return x;
@@ -175,6 +180,48 @@ Step linearise(const Problem& problem, const Parameters& params, const Eigen::Ve
           jacobian.transpose() * w.asDiagonal() * r};
 }
 
+struct Descent {
+  Eigen::VectorXd x;
+  double cost = 0;
+  int iterations = 0;
+};
+
+// Levenberg-Marquardt on the Huber-weighted log residuals from x (iteratively reweighted:
+// the weights are those of the current residuals).
+Descent descend(const Problem& problem, const Parameters& params, Eigen::VectorXd x,
+                const FitOptions& options, int first_iteration) {
+  Eigen::VectorXd r = problem.log_residuals(params.model(x));
+  Descent d{x, problem.huber_cost(r), 0};
+  double lambda = 1e-2;
+  bool converged = false;
+  while (d.iterations < options.max_iterations && !converged) {
+    ++d.iterations;
+    const Step step = linearise(problem, params, d.x, r);
+    bool improved = false;
+    while (lambda < 1e8 && !improved) {
+      Eigen::MatrixXd damped = step.jtj;
+      damped.diagonal() += lambda * (step.jtj.diagonal().array() + 1e-9).matrix();
+      Eigen::VectorXd next = d.x - damped.ldlt().solve(step.jtr);
+      params.clamp(next);
+      const Eigen::VectorXd next_r = problem.log_residuals(params.model(next));
+      const double next_cost = problem.huber_cost(next_r);
+      if (next_cost < d.cost) {
+        improved = true;
+        converged = (d.cost - next_cost) / d.cost < 1e-5;
+        d.x = next;
+        r = next_r;
+        d.cost = next_cost;
+        lambda = std::max(lambda / 3, 1e-7);
+      } else {
+        lambda *= 4;
+      }
+    }
+    if (options.progress) options.progress(first_iteration + d.iterations, d.cost);
+    converged = converged || !improved;
+  }
+  return d;
+}
+
 }  // namespace
 
 FitReport fit_host_model(std::span<const MeasuredSchedule> measured, const FitOptions& options) {
@@ -183,37 +230,20 @@ FitReport fit_host_model(std::span<const MeasuredSchedule> measured, const FitOp
     throw support::InputError(support::SourceLocation{"calibrate", 0, 0, "from_db"},
                               "no measured schedule to fit the machine to");
   const Parameters params(options.band_edges);
-  Eigen::VectorXd x = params.initial();
-  Eigen::VectorXd r = problem.log_residuals(params.model(x));
-  double cost = problem.huber_cost(r);
-  double lambda = 1e-2;
+  // The cost has more than one valley (fast ranks behind a slow memory system, or slow ranks
+  // and a large fixed cost), and which one a single descent finds depends on where it starts
+  // and on which schedules are fitted. Every start is tried; the lowest cost wins.
+  constexpr std::array<std::pair<double, double>, 4> starts{
+      {{5.0, 10.0}, {5.0, 50.0}, {15.0, 10.0}, {15.0, 50.0}}};
   FitReport report;
-  bool converged = false;
-  for (int it = 1; it <= options.max_iterations && !converged; ++it) {
-    report.iterations = it;
-    const Step step = linearise(problem, params, x, r);
-    bool improved = false;
-    while (lambda < 1e8 && !improved) {
-      Eigen::MatrixXd damped = step.jtj;
-      damped.diagonal() += lambda * (step.jtj.diagonal().array() + 1e-9).matrix();
-      Eigen::VectorXd next = x - damped.ldlt().solve(step.jtr);
-      params.clamp(next);
-      const Eigen::VectorXd next_r = problem.log_residuals(params.model(next));
-      const double next_cost = problem.huber_cost(next_r);
-      if (next_cost < cost) {
-        improved = true;
-        converged = (cost - next_cost) / cost < 1e-5;
-        x = next;
-        r = next_r;
-        cost = next_cost;
-        lambda = std::max(lambda / 3, 1e-7);
-      } else {
-        lambda *= 4;
-      }
-    }
-    if (options.progress) options.progress(it, cost);
-    converged = converged || !improved;
+  Descent best{.x = {}, .cost = std::numeric_limits<double>::infinity(), .iterations = 0};
+  for (const auto& [launch_us, rank_GBps] : starts) {
+    Descent d =
+        descend(problem, params, params.start(launch_us, rank_GBps), options, report.iterations);
+    report.iterations += d.iterations;
+    if (d.cost < best.cost) best = std::move(d);
   }
+  const Eigen::VectorXd& x = best.x;
   report.model = normalised(params.model(x));
   const std::vector<double> simulated = problem.simulate(report.model);
   std::vector<double> errors;

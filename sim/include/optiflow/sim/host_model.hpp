@@ -43,7 +43,7 @@ struct MeasuredSchedule {
 struct FitOptions {
   /// Upper edges of the message-size bands (bytes, ascending); one more band holds the rest.
   std::vector<std::uint64_t> band_edges{4096, 65536, 524288};
-  int max_iterations = 60;
+  int max_iterations = 60;  ///< per descent (the fit starts four)
   /// Huber's threshold on log(simulated / measured): residuals beyond it weigh less, so that
   /// a run disturbed by the machine does not pull the fit.
   double huber = 0.15;
@@ -61,15 +61,17 @@ struct FitResidual {
 
 struct FitReport {
   HostModel model;
-  std::vector<FitResidual> residuals;  ///< in the order of the measurements
-  int iterations = 0;
+  std::vector<FitResidual> residuals;        ///< in the order of the measurements
+  int iterations = 0;                        ///< over every descent
   double median_error = 0, worst_error = 0;  ///< |simulated / measured - 1|
 };
 
 /// Fits the model to every measured point by robust nonlinear least squares on the log of
 /// simulated over measured time: Levenberg-Marquardt over the log of each figure, the Jacobian
 /// by finite differences of the simulator itself, Huber weights by iteratively reweighted
-/// least squares. Throws support::InputError when there is nothing to fit.
+/// least squares. The descent starts from four points (fast and slow ranks, small and large fixed
+/// cost) and the lowest cost wins, so that the valley found does not depend on which schedules
+/// happen to be fitted. Throws support::InputError when there is nothing to fit.
 FitReport fit_host_model(std::span<const MeasuredSchedule> measured, const FitOptions& options);
 
 }  // namespace optiflow::sim
