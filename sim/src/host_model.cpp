@@ -19,7 +19,7 @@ topology::Topology HostModel::topology(int ranks, const std::string& name) const
   using topology::NodeKind;
   topology::Topology topo(name);
   topo.set_op_overhead_us(step_us);
-  topo.set_runtime(topology::RuntimeCosts{launch_us, bands});
+  topo.set_runtime(topology::RuntimeCosts{launch_us, bands, true});
   for (int r = 0; r < ranks; ++r)
     topo.add_node(topology::Node{"g" + std::to_string(r), NodeKind::gpu, r, 0, r});
   const auto in = topo.add_node(topology::Node{"host0.in", NodeKind::cpu, -1, 0, -1});

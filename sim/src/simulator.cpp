@@ -88,6 +88,8 @@ class Run {
                                            : topology::protocol_costs(impl.topology, protocol_)),
         runtime_(impl.topology.runtime() ? &*impl.topology.runtime() : nullptr),
         overhead_us_(impl.overhead_us),
+        core_free_(runtime_ && runtime_->serial_steps ? static_cast<std::size_t>(impl.ranks) : 0,
+                   0.0),
         slots_(impl.options.slots),
         network_(network_for<Net>(impl)),
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
@@ -115,13 +117,12 @@ class Run {
         for (const Ready& ready : starting_) start(ready.step, now);
         starting_.clear();
       }
-      const double next = std::min(delayed_.next_time(), network_.next_arrival());
+      const double next =
+          std::min({delayed_.next_time(), queued_for_core_.next_time(), network_.next_arrival()});
       if (next == kNever) break;
       now = next;
-      while (delayed_.next_time() <= now) {
-        const StepIndex s = delayed_.pop();
-        graph_.step(s).transfer >= 0 ? hand_off_or_wait(s, now) : complete(s, now);
-      }
+      while (delayed_.next_time() <= now) overhead_paid(delayed_.pop(), now);
+      while (queued_for_core_.next_time() <= now) overhead_paid(queued_for_core_.pop(), now);
       arrived.clear();
       network_.take_arrivals(now, arrived);
       for (std::int32_t id : arrived) {
@@ -135,13 +136,20 @@ class Run {
 
  private:
   void start(StepIndex s, double now) {
-    if (overhead_us_ > 0) {
+    if (overhead_us_ <= 0) {
+      overhead_paid(s, now);
+    } else if (core_free_.empty()) {
       delayed_.push(now + overhead_us_, s);
-    } else if (graph_.step(s).transfer >= 0) {
-      hand_off_or_wait(s, now);
     } else {
-      complete(s, now);
+      // The rank's one core pays its steps' overheads in turn.
+      double& free = core_free_[static_cast<std::size_t>(graph_.name(s).rank)];
+      free = std::max(free, now) + overhead_us_;
+      queued_for_core_.push(free, s);
     }
+  }
+
+  void overhead_paid(StepIndex s, double now) {
+    graph_.step(s).transfer >= 0 ? hand_off_or_wait(s, now) : complete(s, now);
   }
 
   // A send takes a slot of its connection: the k-th message needs the (k - slots)-th received.
@@ -287,6 +295,7 @@ class Run {
   // Copies of the options the loop reads per step: members, so that stores into the per-step
   // arrays cannot make the compiler reload them.
   double overhead_us_;
+  std::vector<double> core_free_;  // per rank, when its core is free; empty unless serial_steps
   std::int32_t slots_;
   Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol
@@ -304,11 +313,12 @@ class Run {
     std::uint64_t key;  // StepGraph::start_key: the order steps ready at one instant start in
     StepIndex step;
   };
-  std::vector<Ready> ready_, starting_;  // the steps ready now
-  std::vector<double> arrival_;          // per transfer, for the timeline only
-  std::vector<std::int32_t> received_;   // per connection: receives completed
-  std::vector<StepIndex> blocked_;       // per connection: the send waiting for a slot, or -1
-  DelayLine<StepIndex> delayed_;         // steps starting once the per-step overhead has passed
+  std::vector<Ready> ready_, starting_;    // the steps ready now
+  std::vector<double> arrival_;            // per transfer, for the timeline only
+  std::vector<std::int32_t> received_;     // per connection: receives completed
+  std::vector<StepIndex> blocked_;         // per connection: the send waiting for a slot, or -1
+  DelayLine<StepIndex> delayed_;           // steps starting once the per-step overhead has passed
+  EventQueue<StepIndex> queued_for_core_;  // the same, when a rank's core pays them in turn
   std::size_t completed_ = 0;
   StepIndex last_ = -1;  // the step that finished last so far
   double last_end_ = 0;  // when it finished

@@ -64,6 +64,25 @@ TEST(HostModel, OneExchangeCostsItsClosedForm) {
   }
 }
 
+// The MPI runner progresses all of a rank's thread blocks on one core: with three ranks each
+// sends twice and receives twice, and the four steps pay their overhead one after the other
+// (the data takes no time here); on a GPU, where blocks run side by side, a send and then a
+// receive.
+TEST(HostModel, ARanksStepsPayTheirOverheadInTurn) {
+  HostModel m;
+  m.launch_us = 5;
+  m.step_us = 100;
+  m.send_GBps = m.recv_GBps = m.memory_GBps = 1e6;
+  m.bands = {MessageBand{0, 0, 1.0}};
+  topology::Topology topo = m.topology(3, "host3");
+  const schedule::Schedule s = schedule::without_routes(compiled("direct over all", 3));
+  EXPECT_NEAR(Simulator(topo, s).run(3072).time_us, m.launch_us + 4 * m.step_us, 0.01);
+  topology::RuntimeCosts side_by_side = *topo.runtime();
+  side_by_side.serial_steps = false;
+  topo.set_runtime(side_by_side);
+  EXPECT_NEAR(Simulator(topo, s).run(3072).time_us, m.launch_us + 2 * m.step_us, 0.01);
+}
+
 // Every rank sends as much as it receives in these schedules, so the fit may swap the send and
 // receive links; what it must get right is the machine: the slower per-rank link, the shared
 // memory system, and the times of a schedule at a rank count it never saw.

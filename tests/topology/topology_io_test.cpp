@@ -42,7 +42,8 @@ TEST(TopologyJson, RoundTripsEveryBuiltin) {
 // that holds it, the last band every larger one.
 TEST(TopologyJson, RoundTripsARuntimesCostsByMessageSize) {
   Topology topo = make_fullmesh(2);
-  topo.set_runtime(RuntimeCosts{7.5, {MessageBand{4096, 0.5, 1.0}, MessageBand{0, 2.0, 0.25}}});
+  topo.set_runtime(
+      RuntimeCosts{7.5, {MessageBand{4096, 0.5, 1.0}, MessageBand{0, 2.0, 0.25}}, true});
   const Topology back = parse_topology_json(write_topology_json(topo), "t.json");
   EXPECT_EQ(back, topo);
   ASSERT_TRUE(back.runtime());
@@ -110,6 +111,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": [],
                     "runtime": {"launch_us": "x"}})",
                 "runtime.launch_us: must be a number"},
+        BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}], "links": [],
+                    "runtime": {"serial_steps": 1}})",
+                "runtime.serial_steps: must be true or false"},
         BadCase{R"({"nodes": [{"id": "a", "kind": "gpu", "rank": 0}, {"id": "b", "kind": "switch"}],
                     "links": [{"src": "a", "dst": "b", "bw_GBps": 0}]})",
                 "links[0].bw_GBps: must be a positive"},

@@ -72,7 +72,8 @@ void read_links(const support::FieldReader& top, Topology& topo,
   }
 }
 
-// "runtime": {"launch_us": L, "messages": [{"max_bytes": B, "alpha_us": A, "bw_factor": F},
+// "runtime": {"launch_us": L, "serial_steps": S, "messages": [{"max_bytes": B, "alpha_us": A,
+// "bw_factor": F},
 // ...]}: the last band without max_bytes holds every larger message. Ranges are checked by
 // Topology::validate.
 std::optional<RuntimeCosts> read_runtime(const support::FieldReader& top) {
@@ -81,6 +82,7 @@ std::optional<RuntimeCosts> read_runtime(const support::FieldReader& top) {
                                top.source());
   RuntimeCosts runtime;
   runtime.launch_us = r.number_or("launch_us", 0.0);
+  runtime.serial_steps = r.boolean_or("serial_steps", false);
   const json& bands = r.has("messages") ? r.array("messages") : json::array();
   for (std::size_t i = 0; i < bands.size(); ++i) {
     const support::FieldReader b(bands[i], r.field("messages") + "[" + std::to_string(i) + "]",
@@ -101,7 +103,9 @@ json runtime_json(const RuntimeCosts& runtime) {
     if (band.max_bytes != 0) b["max_bytes"] = band.max_bytes;
     bands.push_back(std::move(b));
   }
-  return json{{"launch_us", runtime.launch_us}, {"messages", std::move(bands)}};
+  return json{{"launch_us", runtime.launch_us},
+              {"serial_steps", runtime.serial_steps},
+              {"messages", std::move(bands)}};
 }
 
 // The nodes reachable from `from` along links (forward) or against them (backward).

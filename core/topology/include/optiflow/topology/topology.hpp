@@ -71,6 +71,9 @@ struct MessageBand {
 struct RuntimeCosts {
   double launch_us = 0;
   std::vector<MessageBand> bands;  ///< ascending max_bytes; the last one holds every larger size
+  /// A rank's steps pay the per-step overhead one at a time: the runtime progresses all of a
+  /// rank's thread blocks on one core (the MPI runner), where a GPU runs them side by side.
+  bool serial_steps = false;
 
   /// The band of a message of `bytes`; nullptr when there are no bands.
   const MessageBand* band_for(double bytes) const;
