@@ -44,17 +44,15 @@ class Parameters {
  public:
   explicit Parameters(std::vector<std::uint64_t> edges) : edges_(std::move(edges)) {}
 
-  Eigen::Index size() const { return 5 + 2 * bands() - 1; }
+  Eigen::Index size() const { return kFigures + 2 * bands() - 1; }
   Eigen::Index bands() const { return static_cast<Eigen::Index>(edges_.size()) + 1; }
 
   /// Where the descent starts: a host whose ranks copy at `rank_GBps` out of and into a
   /// memory system of 20 GB/s, `launch_us` per collective, 1 us per step, no band penalties.
   Eigen::VectorXd start(double launch_us, double rank_GBps) const {
-    Eigen::VectorXd x(size());
-    x << std::log(launch_us), std::log(1.0), std::log(rank_GBps), std::log(rank_GBps),
-        std::log(20.0);
-    for (Eigen::Index b = 0; b < bands(); ++b) x(5 + b) = std::log(1.0);
-    for (Eigen::Index b = 1; b < bands(); ++b) x(4 + bands() + b) = 0;
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(size());
+    x.head(kFigures) << std::log(launch_us), std::log(1.0), std::log(rank_GBps),
+        std::log(rank_GBps), std::log(20.0);
     return x;
   }
 
@@ -67,21 +65,28 @@ class Parameters {
     m.memory_GBps = std::exp(x(4));
     for (Eigen::Index b = 0; b < bands(); ++b) {
       const auto edge = b < bands() - 1 ? edges_[static_cast<std::size_t>(b)] : 0;
-      const double factor = b == 0 ? 1.0 : std::exp(x(4 + bands() + b));
-      m.bands.push_back(topology::MessageBand{edge, std::exp(x(5 + b)), factor});
+      const double factor = b == 0 ? 1.0 : std::exp(x(factor_index(b)));
+      m.bands.push_back(topology::MessageBand{edge, std::exp(x(alpha_index(b))), factor});
     }
     return m;
   }
 
-  /// Costs below a nanosecond are noise the logs should not chase.
+  /// Costs below a nanosecond are noise the logs should not chase, and a rate past 100 TB/s
+  /// is one the data cannot see.
   void clamp(Eigen::VectorXd& x) const {
     const double floor = std::log(1e-3);
+    x.head(kFigures) = x.head(kFigures).cwiseMin(std::log(1e5));
     x(0) = std::max(x(0), floor);
     x(1) = std::max(x(1), floor);
-    for (Eigen::Index b = 0; b < bands(); ++b) x(5 + b) = std::max(x(5 + b), floor);
+    for (Eigen::Index b = 0; b < bands(); ++b)
+      x(alpha_index(b)) = std::max(x(alpha_index(b)), floor);
   }
 
  private:
+  static constexpr Eigen::Index kFigures = 5;
+  Eigen::Index alpha_index(Eigen::Index band) const { return kFigures + band; }
+  Eigen::Index factor_index(Eigen::Index band) const { return kFigures + bands() + band - 1; }
+
   std::vector<std::uint64_t> edges_;
 };
 
