@@ -12,6 +12,7 @@
 #include "format.hpp"
 #include "hw_measure.hpp"
 #include "inputs.hpp"
+#include "measured_runs.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/explore/explore.hpp"
 #include "optiflow/hw_runner/nccl_backend.hpp"
@@ -148,6 +149,10 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
               << " (- not measured); at a size where some candidate was measured,\n"
                  "the winner is the fastest measured one (the other columns: its simulated "
                  "figures).\n";
+  if (r.hw_fidelity && r.hw_fidelity->points > 0)
+    std::cout << "the pre-screen against " << hw << " (" << r.hw_fidelity->points
+              << " measured points; optiflow fidelity): " << fidelity_summary(*r.hw_fidelity)
+              << "\n";
   if (!r.nccl_missing.empty()) std::cout << "no NCCL column: " << r.nccl_missing << "\n";
   if (!r.winners.empty())
     std::cout

@@ -94,13 +94,7 @@ void print_report(const topology::Topology& topo, const Points& p, const sim::Fi
                            std::string(support::to_string(g.collective)).c_str(), g.ranks,
                            support::format_size(g.size_bytes).c_str(), g.schedules, g.kendall_tau,
                            g.simulator_pick.c_str(), g.measured_best.c_str(), g.regret);
-  std::cout << strprintf(
-      "%zu points on %s: median |error| %.1f%%, worst %.1f%%; %zu groups: median Kendall tau "
-      "%.2f; the simulator's pick is the measured best in %zu, within %.0f%% of it in %zu; "
-      "regret median %.2fx, worst %.2fx\n",
-      r.points, topo.name().c_str(), 100 * r.median_error, 100 * r.worst_error, r.groups.size(),
-      r.median_tau, r.picks_best, 100 * sim::kPickTolerance, r.picks_within_tol, r.median_regret,
-      r.worst_regret);
+  std::cout << r.points << " points on " << topo.name() << ": " << fidelity_summary(r) << "\n";
   if (p.other_ranks > 0)
     std::cout << p.other_ranks << " schedules of other rank counts than " << topo.rank_count()
               << " left out\n";

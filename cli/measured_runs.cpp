@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "format.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/support/error.hpp"
@@ -83,6 +84,15 @@ std::vector<sim::MeasuredSchedule> read_measured(const std::vector<std::string>&
   std::vector<sim::MeasuredSchedule> result;
   for (Entry* entry : kept) result.push_back(std::move(entry->measured));
   return result;
+}
+
+std::string fidelity_summary(const sim::FidelityReport& r) {
+  return strprintf(
+      "median |error| %.1f%%, worst %.1f%%; %zu groups: median Kendall tau %.2f; the "
+      "simulator's pick is the measured best in %zu, within %.0f%% of it in %zu; regret median "
+      "%.2fx, worst %.2fx",
+      100 * r.median_error, 100 * r.worst_error, r.groups.size(), r.median_tau, r.picks_best,
+      100 * sim::kPickTolerance, r.picks_within_tol, r.median_regret, r.worst_regret);
 }
 
 }  // namespace optiflow::cli

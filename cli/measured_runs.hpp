@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "optiflow/sim/fidelity.hpp"
 #include "optiflow/sim/host_model.hpp"
 
 namespace optiflow::cli {
@@ -23,5 +24,9 @@ struct MeasuredFilter {
 /// does not parse, and when rows of several backends are mixed without `filter.backend`.
 std::vector<sim::MeasuredSchedule> read_measured(const std::vector<std::string>& databases,
                                                  const MeasuredFilter& filter);
+
+/// The report in one line: "median |error| ...; N groups: median Kendall tau ...; the
+/// simulator's pick is the measured best in ..., within 10% of it in ...; regret ...".
+std::string fidelity_summary(const sim::FidelityReport& report);
 
 }  // namespace optiflow::cli

@@ -154,6 +154,7 @@ class Exploration {
     result.compiled = compiled_;
     result.measured = hw_.measured();
     result.measure_failed = hw_.failed();
+    if (hw_.active()) result.hw_fidelity = hw_.fidelity();
     result.nccl_missing = reference_.nccl_missing;
     result.stop_reason = feed_->stop_reason();
     result.failure = failure_;

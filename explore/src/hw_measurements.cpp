@@ -68,6 +68,10 @@ void HwMeasurements::measure_one(const Candidate& c) {
     ++failed_count_;
     return;
   }
+  for (std::size_t s = 0; s < times->size() && s < c.simulated.results.size(); ++s)
+    points_.push_back(sim::FidelityPoint{options_.collective, c.compiled.schedule.ranks,
+                                         options_.sizes[s], "candidate " + std::to_string(c.seq),
+                                         c.simulated.results[s].time_us, (*times)[s]});
   measured_[c.compiled.schedule_hash] = std::move(times);
   ++measured_count_;
 }

@@ -10,6 +10,7 @@
 
 #include "candidate.hpp"
 #include "optiflow/explore/explore.hpp"
+#include "optiflow/sim/fidelity.hpp"
 
 namespace optiflow::explore {
 
@@ -28,6 +29,9 @@ class HwMeasurements {
 
   std::int64_t measured() const { return measured_count_; }
   std::int64_t failed() const { return failed_count_; }
+  /// Every measured schedule at every size against its simulation: whether the pre-screen
+  /// sent the schedules the hardware would have picked.
+  sim::FidelityReport fidelity() const { return sim::fidelity(points_); }
 
  private:
   std::vector<std::size_t> best_unmeasured(const std::vector<Candidate>& batch) const;
@@ -39,6 +43,7 @@ class HwMeasurements {
   // By schedule hash; nullopt: the measurement failed (it is not retried).
   std::map<std::string, std::optional<std::vector<double>>> measured_;
   std::int64_t measured_count_ = 0, failed_count_ = 0;
+  std::vector<sim::FidelityPoint> points_;
 };
 
 }  // namespace optiflow::explore

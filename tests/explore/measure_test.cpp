@@ -12,6 +12,8 @@
 #include "optiflow/explore/explore.hpp"
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
+#include "optiflow/sim/simulator.hpp"
+#include "optiflow/topology/topology_io.hpp"
 
 namespace optiflow::explore {
 namespace {
@@ -102,6 +104,34 @@ TEST_F(ExploreMeasureTest, TheFastestMeasuredCandidateWinsEverySizeOnceOneIsMeas
     EXPECT_GT(w.simulated.time_us, 0);  // the winner's simulated time, kept beside
   }
   EXPECT_EQ(result.winners[0].program_id, result.winners[1].program_id);
+}
+
+// --hw reports how well the pre-screen predicted its own measurements: on a machine exactly
+// twice as slow as the simulation, every simulated time is half the measured one (|error| 50%)
+// and every pick is the measured best.
+TEST_F(ExploreMeasureTest, ReportsThePrescreenAgainstItsOwnMeasurements) {
+  TempDb db;
+  ExploreOptions o = options(db);
+  o.hw_backend = "mpi";
+  o.hw_topk = 3;
+  const topology::Topology ring4 = topology::load_topology("ring4");
+  o.measure = [&](const schedule::Schedule& schedule, const std::string&,
+                  std::span<const std::uint64_t> sizes) -> std::optional<std::vector<double>> {
+    std::vector<double> times;
+    for (const sim::SimResult& r : sim::Simulator(ring4, schedule).sweep(sizes))
+      times.push_back(2 * r.time_us);
+    return times;
+  };
+  const ExploreResult result = run(o);
+  ASSERT_TRUE(result.hw_fidelity);
+  const sim::FidelityReport& f = *result.hw_fidelity;
+  EXPECT_EQ(f.points, static_cast<std::size_t>(result.measured) * o.sizes.size());
+  EXPECT_NEAR(f.median_error, 0.5, 1e-9);
+  EXPECT_NEAR(f.worst_error, 0.5, 1e-9);
+  ASSERT_EQ(f.groups.size(), o.sizes.size());  // one per size, of every measured schedule
+  EXPECT_EQ(f.picks_best, f.groups.size());
+  EXPECT_DOUBLE_EQ(f.worst_regret, 1.0);
+  EXPECT_FALSE(run(options(db)).hw_fidelity);  // nothing measured, nothing reported
 }
 
 }  // namespace

@@ -362,6 +362,11 @@ TEST_F(MpiRunTest, ExploreMeasuresEachBatchsBestCandidateAndPicksMeasuredWinners
     const std::string text = out.substr(row + 1, out.find('\n', row + 1) - row - 1);
     EXPECT_NE(text.find(" us  #"), std::string::npos) << text;
   }
+  // And how well the pre-screen predicted what was measured.
+  EXPECT_NE(out.find("the pre-screen against mpi (" + std::to_string(2 * measured) +
+                     " measured points; optiflow fidelity): median |error| "),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(MpiRunTest, ExploreGoesOnWithSimulatedResultsWhenAMeasurementFails) {

@@ -11,6 +11,7 @@
 
 #include "optiflow/propose/proposer.hpp"
 #include "optiflow/schedule/schedule.hpp"
+#include "optiflow/sim/fidelity.hpp"
 #include "optiflow/support/collective.hpp"
 #include "optiflow/support/size_result.hpp"
 
@@ -68,6 +69,8 @@ struct ExploreResult {
   std::int64_t compiled = 0;        ///< of which compiled and verified
   std::int64_t measured = 0;        ///< with --hw: distinct schedules measured in this run
   std::int64_t measure_failed = 0;  ///< with --hw: distinct schedules whose measurement failed
+  /// With --hw: this run's measurements against their simulations (sim::fidelity).
+  std::optional<sim::FidelityReport> hw_fidelity;
   double seconds = 0;
   /// Why there is no NCCL column (the baseline does not build this collective); empty if there is.
   std::string nccl_missing;
