@@ -88,6 +88,47 @@ RankExecutor::RankExecutor(const FlatSchedule& flat, std::int32_t rank, RankBuff
     if (reads_src(step.kind)) src_of(step);
     if (writes_dst(step.kind)) dst_of(step);
   }
+  find_direct_receives(end_step);
+}
+
+// A receive is posted long before its step runs, so its data may arrive at any time before.
+// It may land in place only where no other step of this rank writes those elements and every
+// step that reads them runs after it (later in its block, or listing it among its deps);
+// addresses, not chunk numbers, so that an in-place input aliasing the output counts.
+void RankExecutor::find_direct_receives(StepId end_step) {
+  struct Access {
+    const Element *begin, *end;
+    StepId step;
+    bool writes;
+  };
+  std::vector<Access> accesses;
+  for (StepId s = first_step_; s < end_step; ++s) {
+    const Step& step = flat_.step(s);
+    if (reads_src(step.kind)) {
+      const std::span<Element> src = src_of(step);
+      accesses.push_back({src.data(), src.data() + src.size(), s, false});
+    }
+    if (writes_dst(step.kind)) {
+      const std::span<Element> dst = dst_of(step);
+      accesses.push_back({dst.data(), dst.data() + dst.size(), s, true});
+    }
+  }
+  auto runs_after = [&](StepId reader, StepId receive) {
+    if (flat_.block_id(reader) == flat_.block_id(receive)) return reader > receive;
+    return std::ranges::find(flat_.deps(reader), receive) != flat_.deps(reader).end();
+  };
+  lands_in_place_.assign(end_step - first_step_, nullptr);
+  for (StepId s = first_step_; s < end_step; ++s) {
+    const Step& step = flat_.step(s);
+    if (step.kind != StepKind::recv && step.kind != StepKind::recv_copy_send) continue;
+    const std::span<Element> dst = dst_of(step);
+    const Element *begin = dst.data(), *end = dst.data() + dst.size();
+    const bool alone = std::ranges::none_of(accesses, [&](const Access& a) {
+      const bool overlaps = a.step != s && a.begin < end && begin < a.end;
+      return overlaps && (a.writes || !runs_after(a.step, s));
+    });
+    if (alone) lands_in_place_[s - first_step_] = dst.data();
+  }
 }
 
 std::span<Element> RankExecutor::src_of(const Step& step) {
@@ -121,11 +162,15 @@ void RankExecutor::post_receives(ReceiveQueue& queue) {
   const std::size_t depth = options_.slots_per_connection;
   while (queue.posted < queue.steps.size() && queue.posted - queue.consumed < depth) {
     const std::size_t slot = queue.posted % depth;
-    const std::size_t bytes = bytes_of(flat_.step(queue.steps[queue.posted]));
-    queue.slots[slot].resize(bytes / sizeof(Element));
+    const StepId step = queue.steps[queue.posted];
+    const std::size_t bytes = bytes_of(flat_.step(step));
+    Element* lands = lands_in_place_[step - first_step_];
+    if (lands == nullptr) {
+      queue.slots[slot].resize(bytes / sizeof(Element));
+      lands = queue.slots[slot].data();
+    }
     queue.arrived[slot] = 0;
-    queue.handles[slot] =
-        transport_.recv(queue.peer, queue.channel, queue.slots[slot].data(), bytes);
+    queue.handles[slot] = transport_.recv(queue.peer, queue.channel, lands, bytes);
     ++queue.posted;
   }
 }
@@ -179,7 +224,8 @@ bool RankExecutor::advance(BlockState& block) {
     case StepKind::recv:
     case StepKind::recv_copy_send: {
       const std::span<Element> dst = dst_of(step);
-      std::ranges::copy(received, dst.begin());
+      if (lands_in_place_[block.current - first_step_] == nullptr)
+        std::ranges::copy(received, dst.begin());
       release_slot(*queue);
       if (step.kind == StepKind::recv_copy_send) send_from = dst.data();
       break;
@@ -220,6 +266,11 @@ bool RankExecutor::advance(BlockState& block) {
   block.send = transport_.send(tb.send_peer, tb.channel, send_from, bytes_of(step));
   block.phase = Phase::sending;
   return true;
+}
+
+std::size_t RankExecutor::receives_in_place() const {
+  return lands_in_place_.size() -
+         static_cast<std::size_t>(std::ranges::count(lands_in_place_, nullptr));
 }
 
 bool RankExecutor::progress() {

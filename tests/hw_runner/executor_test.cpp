@@ -77,6 +77,12 @@ INSTANTIATE_TEST_SUITE_P(
     Programs, CompiledScheduleTest,
     ::testing::Values(Case{"ring over all", "ring8", Collective::all_gather},
                       Case{"direct over all", "fullmesh4", Collective::all_gather},
+                      Case{"rd over all", "fullmesh8", Collective::all_gather},
+                      Case{"bruck over all", "fullmesh8", Collective::all_gather},
+                      Case{"binomial over all", "fullmesh8", Collective::all_gather},
+                      Case{"pipeline 4\nring over all", "ring4", Collective::all_gather},
+                      Case{"rd over all", "fullmesh8", Collective::reduce_scatter},
+                      Case{"rd over all", "fullmesh8", Collective::all_reduce},
                       Case{"ring over all", "ring8", Collective::reduce_scatter},
                       Case{"ring over all", "ring4", Collective::all_reduce},
                       Case{"direct over all", "fullmesh4", Collective::all_reduce}));
@@ -96,6 +102,23 @@ TEST(BaselineScheduleTest, OneSlotPerConnectionStillFinishes) {
   const auto run = run_in_process(s, round_size(s, 4096), 1, ExecutorOptions{1});
   ASSERT_TRUE(run.finished) << run.waiting;
   EXPECT_EQ(run.wrong, 0u);
+}
+
+// Receives land in place where nothing else on the rank could see them arrive early: every
+// receive of a ring All-Gather (each chunk arrives once, and only its forwarding reads it);
+// in a ring All-Reduce, the All-Gather half's receives overwrite chunks that the
+// Reduce-Scatter half wrote and read, so they are staged.
+TEST(ExecutorTest, ReceivesLandInPlaceOnlyWhereNothingElseTouchesThem) {
+  auto in_place = [](const Schedule& s) {
+    const schedule::FlatSchedule flat(s);
+    LoopbackNetwork network(s.ranks);
+    RankBuffers buffers(BufferLayout::of(s, 0, round_size(s, 4096)));
+    return RankExecutor(flat, 0, buffers, network.endpoint(0)).receives_in_place();
+  };
+  const Schedule ag = compiled("ring over all", "ring8", Collective::all_gather);
+  EXPECT_EQ(in_place(ag), 7u);
+  const Schedule ar = compiled("ring over all", "ring8", Collective::all_reduce);
+  EXPECT_EQ(in_place(ar), 0u);
 }
 
 // The first receive whose destination can move elsewhere inside the output buffer.

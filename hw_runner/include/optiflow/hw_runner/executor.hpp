@@ -1,10 +1,12 @@
 // One rank's execution of a flattened schedule over a Transport: every thread block advances
 // concurrently, each in its own order and after its dependencies, as MSCCL's runtime runs them.
 //
-// Receives are posted ahead into a bounded FIFO of staging slots per connection (NCCL's
-// NCCL_STEPS = 8 in flight), so a send can complete before its receiver reaches the step that
-// consumes it; received data is then copied or reduced into place by that step. A step that
-// sends completes when the transport has taken its data.
+// Receives are posted ahead, a bounded FIFO per connection (NCCL's NCCL_STEPS = 8 in flight),
+// so a send can complete before its receiver reaches the step that consumes it. A receive that
+// only stores its data lands straight in its destination when nothing else on the rank could
+// see it arrive early; any other lands in a staging slot, and its step copies or reduces it
+// into place. Sends go from the user buffers. A step that sends completes when the transport
+// has taken its data.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,8 @@ class RankExecutor {
   bool finished() const { return blocks_left_ == 0; }
   /// Steps completed since start(): a caller can tell a poll that moved from one that did not.
   std::size_t steps_completed() const { return steps_completed_; }
+  /// This rank's receives that land straight in their destination (no staging copy).
+  std::size_t receives_in_place() const;
 
   /// What the unfinished blocks wait for, one per line, e.g. "tb 1 step 3 (r) waits for
   /// message 2 from rank 5 on channel 0" (at most `max_lines`).
@@ -66,6 +70,7 @@ class RankExecutor {
   void post_receives(ReceiveQueue& queue);
   void release_slot(ReceiveQueue& queue);
   void finish_step(BlockState& block);
+  void find_direct_receives(schedule::StepId end_step);
   std::span<Element> src_of(const schedule::Step& step);
   std::span<Element> dst_of(const schedule::Step& step);
   std::size_t bytes_of(const schedule::Step& step) const;
@@ -77,6 +82,8 @@ class RankExecutor {
   ExecutorOptions options_;
   schedule::StepId first_step_ = 0;
   std::vector<char> done_;  ///< per step of this rank
+  /// Per step of this rank: where its receive lands in place, or null (a staging slot).
+  std::vector<Element*> lands_in_place_;
   std::vector<BlockState> blocks_;
   std::vector<ReceiveQueue> queues_;
   std::size_t blocks_left_ = 0;
