@@ -60,9 +60,10 @@ class ResultSink {
  private:
   void start(const hw_runner::JobInfo& job) {
     job_ = job;
-    const std::string native = args_.backend == "nccl"
-                                   ? hw_runner::nccl_native_name(schedule_.collective)
-                                   : hw_runner::mpi_native_name(schedule_.collective);
+    const std::string native =
+        args_.backend == "nccl"
+            ? hw_runner::nccl_native_name(schedule_.collective)
+            : hw_runner::mpi_native_name(schedule_.collective, args_.options.native_algorithm);
     std::cout << hw_runner::table_header(job, schedule_, args_.options, native) << std::flush;
     if (args_.no_store) return;
     store_.emplace(db::Store::open(args_.db));
@@ -154,6 +155,8 @@ void launch_job(RunArgs& args, const topology::Topology& topo) {
     throw support::InputError(
         support::SourceLocation{"command line", 0, 0, "--np"},
         "the schedule has " + std::to_string(s.ranks) + " ranks, not " + std::to_string(args.np));
+  if (!args.options.native_algorithm.empty())
+    hw_runner::open_mpi_algorithm(s.collective, args.options.native_algorithm);  // fails early
   hw_runner::LaunchOptions launch;
   launch.np = s.ranks;
   launch.hostfile = args.hostfile;
@@ -184,6 +187,10 @@ void run(RunArgs& args) {
                               "--iters must be >= 1, --warmup >= 0 and --timeout > 0");
   args.options.sizes = support::parse_sizes(args.sizes);
   args.options.native = !args.no_native;
+  if (!args.options.native_algorithm.empty() && (args.backend != "mpi" || args.no_native))
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--native-algorithm"},
+                              "names the algorithm of Open MPI's own collective: needs --backend "
+                              "mpi and the native column (not --no-native)");
   const topology::Topology topo = topology::load_topology(args.topology);
   if (hw_runner::inside_mpi_job())
     run_rank(args, topo);
@@ -214,6 +221,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--no-verify", args->no_verify,
                 "skip the static verifier (the runner's data check still runs)");
   cmd->add_flag("--no-native", args->no_native, "do not measure the library's own collective");
+  cmd->add_option("--native-algorithm", args->options.native_algorithm,
+                  "Open MPI's algorithm for its own collective (coll/tuned: ring, bruck, "
+                  "recursive-doubling, ...), to compare the schedule with the same algorithm");
   cmd->add_option("--db", args->db, "SQLite database for the results")->capture_default_str();
   cmd->add_flag("--no-store", args->no_store, "do not store the results");
   // Fault injection, for the runner's own tests.

@@ -5,8 +5,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "job_driver.hpp"
@@ -14,6 +18,7 @@
 #include "optiflow/hw_runner/buffers.hpp"
 #include "optiflow/hw_runner/executor.hpp"
 #include "optiflow/schedule/flat_schedule.hpp"
+#include "optiflow/support/error.hpp"
 #include "optiflow/support/units.hpp"
 
 namespace optiflow::hw_runner {
@@ -114,7 +119,9 @@ class MpiBackend final : public detail::Backend {
     oversubscribed_ = find_oversubscription();
     return job;
   }
-  std::string native_name() const override { return mpi_native_name(schedule_.collective); }
+  std::string native_name() const override {
+    return mpi_native_name(schedule_.collective, options_.native_algorithm);
+  }
   std::unique_ptr<detail::Execution> schedule(RankBuffers& buffers) override {
     return std::make_unique<ScheduleExecution>(*this, buffers);
   }
@@ -186,21 +193,61 @@ class MpiBackend final : public detail::Backend {
   double clock_start_ = 0, clock_stop_ = 0;
 };
 
+// Open MPI 4.1's coll/tuned algorithms for the native collective of each schedule.
+struct TunedCollective {
+  const char* parameter;
+  std::array<std::string_view, 6> algorithms;
+};
+
+const TunedCollective& tuned_collective(support::Collective collective) {
+  static const TunedCollective all_gather{
+      "coll_tuned_allgather_algorithm",
+      {"linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"}};
+  static const TunedCollective reduce_scatter{
+      "coll_tuned_reduce_scatter_block_algorithm",
+      {"basic_linear", "recursive_doubling", "recursive_halving", "butterfly"}};
+  static const TunedCollective all_reduce{"coll_tuned_allreduce_algorithm",
+                                          {"basic_linear", "nonoverlapping", "recursive_doubling",
+                                           "ring", "segmented_ring", "rabenseifner"}};
+  return collective == support::Collective::all_gather       ? all_gather
+         : collective == support::Collective::reduce_scatter ? reduce_scatter
+                                                             : all_reduce;
+}
+
 }  // namespace
 
-std::string mpi_native_name(support::Collective collective) {
-  switch (collective) {
-    case support::Collective::all_gather:
-      return "MPI_Allgather";
-    case support::Collective::reduce_scatter:
-      return "MPI_Reduce_scatter_block";
-    default:
-      return "MPI_Allreduce";
-  }
+std::string mpi_native_name(support::Collective collective, const std::string& algorithm) {
+  const std::string name = collective == support::Collective::all_gather ? "MPI_Allgather"
+                           : collective == support::Collective::reduce_scatter
+                               ? "MPI_Reduce_scatter_block"
+                               : "MPI_Allreduce";
+  return algorithm.empty() ? name : name + " (" + algorithm + ")";
+}
+
+std::string open_mpi_algorithm(support::Collective collective, const std::string& algorithm) {
+  const TunedCollective& tuned = tuned_collective(collective);
+  std::string name = algorithm;
+  std::ranges::replace(name, '-', '_');
+  if (!name.empty() && std::ranges::find(tuned.algorithms, name) != tuned.algorithms.end())
+    return name;
+  std::string known;
+  for (std::string_view a : tuned.algorithms)
+    if (!a.empty()) known += (known.empty() ? "" : " | ") + std::string(a);
+  throw support::InputError(support::SourceLocation{"command line", 0, 0, "--native-algorithm"},
+                            "Open MPI has no " + mpi_native_name(collective) + " algorithm '" +
+                                algorithm + "' (" + known + ")");
 }
 
 int run_mpi_job(const schedule::Schedule& schedule, const RunOptions& options,
                 const Reporter& reporter) {
+  // Open MPI reads its parameters from the environment in MPI_Init, on every rank however the
+  // job was started (mpirun, srun).
+  if (!options.native_algorithm.empty()) {
+    const TunedCollective& tuned = tuned_collective(schedule.collective);
+    setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
+    setenv((std::string("OMPI_MCA_") + tuned.parameter).c_str(),
+           open_mpi_algorithm(schedule.collective, options.native_algorithm).c_str(), 1);
+  }
   MpiSession session;
   Watchdog watchdog(session);
   MpiBackend backend(session, watchdog, schedule, options);

@@ -141,6 +141,27 @@ TEST_F(MpiRunTest, ReduceScatterAndAllReduceRunOnFourRanks) {
   }
 }
 
+// The native column can run the schedule's own algorithm, so that the executor and Open MPI
+// are compared on one algorithm; a name Open MPI does not have fails before launching.
+TEST_F(MpiRunTest, TheNativeColumnRunsTheAlgorithmAskedFor) {
+  std::string out;
+  ASSERT_EQ(
+      run_optiflow(dir_,
+                   "run " + program("ring.ofl") +
+                       " --topo ring4 --native-algorithm recursive-doubling --no-store" + kQuick,
+                   &out),
+      0)
+      << out << err();
+  EXPECT_NE(out.find("MPI_Allgather (recursive-doubling)"), std::string::npos) << out;
+  EXPECT_NE(run_optiflow(dir_, "run " + program("ring.ofl") +
+                                   " --topo ring4 --native-algorithm hypercube --no-store"),
+            0);
+  EXPECT_NE(err().find("--native-algorithm: Open MPI has no MPI_Allgather algorithm 'hypercube' "
+                       "(linear | bruck | recursive_doubling | ring | neighbor | two_proc)"),
+            std::string::npos)
+      << err();
+}
+
 TEST_F(MpiRunTest, ChunkWrittenToTheWrongPlaceIsWrongDataAndFails) {
   const std::string schedule = misplaced_schedule();
   // The static verifier catches it first...

@@ -19,6 +19,9 @@ struct RunOptions {
   /// How long a rank may wait for one execution (or one barrier) before the job is aborted.
   double timeout_s = 30;
   bool native = true;  ///< also measure the library's own collective
+  /// MPI backend: the algorithm Open MPI's native collective must use (its coll/tuned name,
+  /// e.g. "ring"), so that the schedule and the library run the same one; empty: its choice.
+  std::string native_algorithm;
   /// Fault injection for the runner's own tests: this rank stops (sleeps) / crashes (aborts)
   /// before its first execution. -1: none.
   std::int32_t hang_rank = -1;

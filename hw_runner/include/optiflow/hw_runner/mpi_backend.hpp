@@ -9,8 +9,14 @@
 
 namespace optiflow::hw_runner {
 
-/// The MPI collective that does what `collective` does ("MPI_Allgather", ...).
-std::string mpi_native_name(support::Collective collective);
+/// The MPI collective that does what `collective` does ("MPI_Allgather", ...), with the
+/// algorithm it was made to use where there is one ("MPI_Allgather (ring)").
+std::string mpi_native_name(support::Collective collective, const std::string& algorithm = {});
+
+/// Open MPI's coll/tuned name for `algorithm` of the native collective ("recursive-doubling"
+/// -> "recursive_doubling"); throws support::InputError naming --native-algorithm and the
+/// algorithms Open MPI 4.1 has for it.
+std::string open_mpi_algorithm(support::Collective collective, const std::string& algorithm);
 
 /// Runs on every rank of an MPI job (started by mpirun or srun); initialises and finalises
 /// MPI. The job must have schedule.ranks processes. `reporter` is called on rank 0. Returns
