@@ -85,9 +85,20 @@ class MpiNative final : public detail::Execution {
     Element* in = buffers_.input().data();
     Element* out = buffers_.output().data();
     watchdog_.arm(what, timeout_s_);
-    if (layout.collective == support::Collective::all_gather)
+    // In place, the library is told so (MPI_IN_PLACE), as nccl-tests tells NCCL: it then skips
+    // copying the rank's own data onto itself. Reduce-Scatter's in-place layouts differ (MPI
+    // keeps the result at the start of the buffer, NCCL at the rank's slice), so it is not.
+    const bool in_place = layout.inplace;
+    if (layout.collective == support::Collective::all_gather && in_place)
+      check_mpi(
+          MPI_Allgather(MPI_IN_PLACE, 0, element_type(), out, own, element_type(), MPI_COMM_WORLD),
+          "MPI_Allgather");
+    else if (layout.collective == support::Collective::all_gather)
       check_mpi(MPI_Allgather(in, own, element_type(), out, own, element_type(), MPI_COMM_WORLD),
                 "MPI_Allgather");
+    else if (layout.collective == support::Collective::all_reduce && in_place)
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, out, all, element_type(), MPI_SUM, MPI_COMM_WORLD),
+                "MPI_Allreduce");
     else if (layout.collective == support::Collective::reduce_scatter)
       check_mpi(MPI_Reduce_scatter_block(in, out, own, element_type(), MPI_SUM, MPI_COMM_WORLD),
                 "MPI_Reduce_scatter_block");
