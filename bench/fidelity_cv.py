@@ -84,25 +84,37 @@ def line(label, s):
             f'{s["median_regret"]:>6.2f}x {s["worst_regret"]:>6.2f}x')
 
 
-def noise_floor(dbs):
-    """Schedules measured in more than one run: (collective, size) -> hash -> [times]."""
+def repeated_runs(dbs):
+    """Schedules measured in more than one run: (collective, size) -> name -> [times]."""
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     for db in dbs:
         c = sqlite3.connect(f'file:{db}?mode=ro', uri=True)
-        for h, js, size, t in c.execute('select s.hash, s.json, r.size_bytes, r.time_us '
-                                        'from hw_results r join schedules s on s.id = r.schedule_id'):
-            runs[(json.loads(js)['collective'], size)][h].append(t)
-    spread, taus, regrets = [], [], []
-    for by_schedule in runs.values():
-        twice = {h: ts for h, ts in by_schedule.items() if len(ts) >= 2}
-        spread += [max(ts) / min(ts) - 1 for ts in twice.values()]
-        if len(twice) >= 2:
-            first = [ts[0] for ts in twice.values()]
-            second = [ts[1] for ts in twice.values()]
-            taus.append(kendall_tau(list(zip(first, second))))
-            pick = min(range(len(first)), key=lambda i: first[i])
-            regrets.append(second[pick] / min(second))
-    return spread, taus, regrets
+        for js, size, t in c.execute('select s.json, r.size_bytes, r.time_us '
+                                     'from hw_results r join schedules s on s.id = r.schedule_id'):
+            schedule = json.loads(js)
+            runs[(schedule['collective'], size)][schedule['name']].append(t)
+    return {key: {n: ts for n, ts in by_name.items() if len(ts) >= 2}
+            for key, by_name in runs.items()}
+
+
+def order_against(predicted, runs):
+    """Median tau, and how often the pick is within 10% of the best, of `predicted` ((collective,
+    size, name) -> time; None: run 1) ordering run 2 (a model: each run), per group of two or
+    more schedules."""
+    taus, good = [], []
+    for (collective, size), by_name in runs.items():
+        if len(by_name) < 2:
+            continue
+        names = sorted(by_name)
+        against = [1] if predicted is None else [0, 1]
+        for run in against:
+            guess = [by_name[n][0] if predicted is None else predicted[(collective, size, n)]
+                     for n in names]
+            truth = [by_name[n][run] for n in names]
+            taus.append(kendall_tau(list(zip(guess, truth))))
+            pick = min(range(len(names)), key=lambda i: guess[i])
+            good.append(truth[pick] <= (1 + PICK_TOLERANCE) * min(truth))
+    return statistics.median(taus), sum(good), len(good)
 
 
 def main():
@@ -149,16 +161,19 @@ def main():
         errors = [abs(p['simulated_us'] / p['measured_us'] - 1) for p in points]
         print(f'{f:<34} {len(points):>6} {100 * statistics.median(errors):>14.1f}% {100 * max(errors):>7.1f}%')
 
-    spread, taus, regrets = noise_floor(args.dbs)
-    print()
-    if spread:
-        print(f'noise floor: {len(spread)} (schedule, size) pairs measured twice; the two runs differ by '
-              f'{100 * statistics.median(spread):.1f}% (median), {100 * max(spread):.0f}% (worst)')
-    if taus:
-        print(f'  run 1 against run 2 over {len(taus)} (collective, size) groups: median Kendall tau '
-              f'{statistics.median(taus):.2f}; run 1\'s best is within 10% of run 2\'s best in '
-              f'{sum(r <= 1 + PICK_TOLERANCE for r in regrets)}/{len(regrets)}, regret median '
-              f'{statistics.median(regrets):.2f}x, worst {max(regrets):.2f}x')
+    runs = repeated_runs(args.dbs)
+    spread = [max(ts) / min(ts) - 1 for by_name in runs.values() for ts in by_name.values()]
+    if not spread:
+        return
+    print(f'\nnoise floor: {len(spread)} (schedule, size) pairs measured in two runs, which differ '
+          f'by {100 * statistics.median(spread):.1f}% (median), {100 * max(spread):.0f}% (worst)')
+    tau, good, groups = order_against(None, runs)
+    print(f'  run 1 ordering run 2, per (collective, size): median tau {tau:.2f}, '
+          f'run 1\'s best within 10% of run 2\'s in {good}/{groups}')
+    predicted = {(p['collective'], p['size_bytes'], p['schedule']): p['simulated_us'] for p in held_out}
+    tau, good, groups = order_against(predicted, runs)
+    print(f'  the held-out model ordering each run, same groups: median tau {tau:.2f}, '
+          f'its pick within 10% of the run\'s best in {good}/{groups}')
 
 
 if __name__ == '__main__':
