@@ -90,6 +90,7 @@ class Run {
         overhead_us_(impl.overhead_us),
         core_free_(runtime_ && runtime_->serial_steps ? static_cast<std::size_t>(impl.ranks) : 0,
                    0.0),
+        core_us_(core_times()),
         slots_(impl.options.slots),
         network_(network_for<Net>(impl)),
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
@@ -136,16 +137,40 @@ class Run {
 
  private:
   void start(StepIndex s, double now) {
-    if (overhead_us_ <= 0) {
-      overhead_paid(s, now);
-    } else if (core_free_.empty()) {
+    if (!core_free_.empty()) {
+      // The rank's one core works on its steps in turn.
+      double& free = core_free_[static_cast<std::size_t>(graph_.name(s).rank)];
+      free = std::max(free, now) + core_us_[static_cast<std::size_t>(s)];
+      queued_for_core_.push(free, s);
+    } else if (overhead_us_ > 0) {
       delayed_.push(now + overhead_us_, s);
     } else {
-      // The rank's one core pays its steps' overheads in turn.
-      double& free = core_free_[static_cast<std::size_t>(graph_.name(s).rank)];
-      free = std::max(free, now) + overhead_us_;
-      queued_for_core_.push(free, s);
+      overhead_paid(s, now);
     }
+  }
+
+  // With serial_steps, per step: how long its rank's core works on it. The step's overhead,
+  // and each message it sends or receives costs its band's alpha at either end (matching,
+  // handshakes, starting the copy): work that queues behind the rank's other steps.
+  std::vector<double> core_times() const {
+    if (core_free_.empty()) return {};
+    std::vector<double> times(graph_.steps.size(), overhead_us_);
+    for (const SimTransfer& t : graph_.transfers)
+      if (const topology::MessageBand* band = runtime_->band_for(t.fraction * size_)) {
+        times[static_cast<std::size_t>(t.send_step)] += band->alpha_us;
+        times[static_cast<std::size_t>(t.recv_step)] += band->alpha_us;
+      }
+    return times;
+  }
+
+  // A message's cost in its band: the band's share of the links' bandwidth, and its alpha on
+  // the route unless the ranks' cores pay it (core_times).
+  topology::TransferCost message_cost(const topology::TransferCost& cost, double bytes) const {
+    const topology::MessageBand* band = runtime_ ? runtime_->band_for(bytes) : nullptr;
+    if (band == nullptr) return cost;
+    topology::MessageBand on_the_route = *band;
+    if (!core_free_.empty()) on_the_route.alpha_us = 0;
+    return topology::in_band(cost, on_the_route);
   }
 
   void overhead_paid(StepIndex s, double now) {
@@ -165,9 +190,8 @@ class Run {
       return;
     }
     const double bytes = t.fraction * size_;
-    const topology::TransferCost& cost = route_costs_[static_cast<std::size_t>(t.route)];
-    const topology::MessageBand* band = runtime_ ? runtime_->band_for(bytes) : nullptr;
-    network_.launch(id, bytes, band ? topology::in_band(cost, *band) : cost, now);
+    network_.launch(id, bytes, message_cost(route_costs_[static_cast<std::size_t>(t.route)], bytes),
+                    now);
     complete(s, now);
   }
 
@@ -296,6 +320,7 @@ class Run {
   // arrays cannot make the compiler reload them.
   double overhead_us_;
   std::vector<double> core_free_;  // per rank, when its core is free; empty unless serial_steps
+  std::vector<double> core_us_;    // per step, from core_times(); empty unless serial_steps
   std::int32_t slots_;
   Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol

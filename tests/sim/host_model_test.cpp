@@ -42,10 +42,11 @@ TEST(HostModel, TopologyRoundTripsThroughJson) {
   EXPECT_EQ(topology::parse_topology_json(topology::write_topology_json(topo), "t.json"), topo);
 }
 
-// Two ranks, one message each way at once: launch, then the send's overhead, then the band's
-// alpha, then the bytes at the slowest of send, memory (which both messages cross, one after
-// the other) and receive, scaled by the band's factor; then the receive's overhead, which
-// starts when the data has arrived.
+// Two ranks, one message each way at once: launch, then the sender's core works on the send
+// (the step's overhead and the band's alpha), then the bytes at the slowest of send, memory
+// (which both messages cross, one after the other) and receive, scaled by the band's factor;
+// then the receiver's core works on the receive (overhead and alpha again), once the data has
+// arrived.
 TEST(HostModel, OneExchangeCostsItsClosedForm) {
   const HostModel m = machine();
   const topology::Topology topo = m.topology(2, "host2");
@@ -59,7 +60,7 @@ TEST(HostModel, OneExchangeCostsItsClosedForm) {
     // The second message waits for the first on the memory link, then takes the slower of the
     // two links for its bytes.
     const double expected =
-        m.launch_us + 2 * m.step_us + band.alpha_us + memory_us + std::max(memory_us, recv_us);
+        m.launch_us + 2 * (m.step_us + band.alpha_us) + memory_us + std::max(memory_us, recv_us);
     EXPECT_NEAR(simulator.run(size).time_us, expected, 1e-6 * expected) << size;
   }
 }

@@ -8,8 +8,10 @@
 //
 // Each rank has its own link into and out of its host's memory system, and every transfer
 // crosses the memory link, which all ranks of the host share; a fixed cost per collective and
-// per step, and an alpha and a bandwidth factor per message-size band. Its figures are the
-// machine's, not the ranks': fitted at one rank count, it predicts another.
+// per step, and an alpha and a bandwidth factor per message-size band. A rank's steps run on its
+// one core (the MPI runner's progress loop): their overheads, and the alpha of each message they
+// send or receive, queue there. Its figures are the machine's, not the ranks': fitted at one
+// rank count, it predicts another.
 #pragma once
 
 #include <cstdint>

@@ -54,9 +54,10 @@ struct LinkSpec {
 };
 
 /// The messages up to `max_bytes` (0: any larger one) of a runtime fitted to a machine: each
-/// pays `alpha_us` on top of its route's and moves at `bw_factor` (0 < f <= 1) of its links'
-/// bandwidth. Runtimes switch protocol with the message size (MPI's eager and rendezvous
-/// transfers, the caches a copy fits in), which one alpha and one bandwidth per link cannot say.
+/// costs `alpha_us` (on top of its route's latency, or, with RuntimeCosts::serial_steps, at
+/// either end's core) and moves at `bw_factor` (0 < f <= 1) of its links' bandwidth. Runtimes
+/// switch protocol with the message size (MPI's eager and rendezvous transfers, the caches a copy
+/// fits in), which one alpha and one bandwidth per link cannot say.
 struct MessageBand {
   std::uint64_t max_bytes = 0;
   double alpha_us = 0;
@@ -71,8 +72,9 @@ struct MessageBand {
 struct RuntimeCosts {
   double launch_us = 0;
   std::vector<MessageBand> bands;  ///< ascending max_bytes; the last one holds every larger size
-  /// A rank's steps pay the per-step overhead one at a time: the runtime progresses all of a
-  /// rank's thread blocks on one core (the MPI runner), where a GPU runs them side by side.
+  /// A rank's steps pay the per-step overhead, and its messages their band's alpha, one at a
+  /// time: the runtime progresses all of a rank's thread blocks on one core (the MPI runner),
+  /// where a GPU runs them side by side.
   bool serial_steps = false;
 
   /// The band of a message of `bytes`; nullptr when there are no bands.
