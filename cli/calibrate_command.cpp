@@ -51,7 +51,7 @@ struct CalibrateArgs {
   // --from-db: fit the machine to stored runs instead of measuring.
   std::vector<std::string> from_db;
   int ranks = 0;
-  std::string bands = "4K,64K,512K";
+  std::string bands = "4K,64K,512K,2M";
   MeasuredFilter filter;
   bool backend_given = false;
 };

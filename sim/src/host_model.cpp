@@ -71,16 +71,10 @@ class Parameters {
     return m;
   }
 
-  /// Costs below a nanosecond are noise the logs should not chase, and a rate past 100 TB/s
-  /// is one the data cannot see.
-  void clamp(Eigen::VectorXd& x) const {
-    const double floor = std::log(1e-3);
-    x.head(kFigures) = x.head(kFigures).cwiseMin(std::log(1e5));
-    x(0) = std::max(x(0), floor);
-    x(1) = std::max(x(1), floor);
-    for (Eigen::Index b = 0; b < bands(); ++b)
-      x(alpha_index(b)) = std::max(x(alpha_index(b)), floor);
-  }
+  /// Figures below a thousandth (of a microsecond, a GB/s, a share) are noise the logs should
+  /// not chase, and above 10^5 are ones the data cannot see (a band no message falls in): both
+  /// would leave the simulator with a zero or an infinite cost.
+  void clamp(Eigen::VectorXd& x) const { x = x.cwiseMax(std::log(1e-3)).cwiseMin(std::log(1e5)); }
 
  private:
   static constexpr Eigen::Index kFigures = 5;
@@ -193,23 +187,32 @@ struct Descent {
 
 // Levenberg-Marquardt on the Huber-weighted log residuals from x (iteratively reweighted:
 // the weights are those of the current residuals).
-Descent descend(const Problem& problem, const Parameters& params, Eigen::VectorXd x,
+Descent descend(const Problem& problem, const Parameters& params, const Eigen::VectorXd& start,
                 const FitOptions& options, int first_iteration) {
-  Eigen::VectorXd r = problem.log_residuals(params.model(x));
-  Descent d{x, problem.huber_cost(r), 0};
+  // A figure the data cannot see (a band no message falls in) has no gradient, and round-off
+  // would move it anywhere; a faint pull towards the start keeps it there and moves the others
+  // by less than the fit can tell.
+  constexpr double kRidge = 1e-4;
+  auto cost = [&](const Eigen::VectorXd& x, const Eigen::VectorXd& r) {
+    return problem.huber_cost(r) + kRidge / 2 * (x - start).squaredNorm();
+  };
+  Eigen::VectorXd r = problem.log_residuals(params.model(start));
+  Descent d{start, cost(start, r), 0};
   double lambda = 1e-2;
   bool converged = false;
   while (d.iterations < options.max_iterations && !converged) {
     ++d.iterations;
-    const Step step = linearise(problem, params, d.x, r);
+    Step step = linearise(problem, params, d.x, r);
+    step.jtj.diagonal().array() += kRidge;
+    step.jtr += kRidge * (d.x - start);
     bool improved = false;
     while (lambda < 1e8 && !improved) {
       Eigen::MatrixXd damped = step.jtj;
-      damped.diagonal() += lambda * (step.jtj.diagonal().array() + 1e-9).matrix();
+      damped.diagonal() += lambda * step.jtj.diagonal();
       Eigen::VectorXd next = d.x - damped.ldlt().solve(step.jtr);
       params.clamp(next);
       const Eigen::VectorXd next_r = problem.log_residuals(params.model(next));
-      const double next_cost = problem.huber_cost(next_r);
+      const double next_cost = cost(next, next_r);
       if (next_cost < d.cost) {
         improved = true;
         converged = (d.cost - next_cost) / d.cost < 1e-5;

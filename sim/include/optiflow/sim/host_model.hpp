@@ -44,7 +44,7 @@ struct MeasuredSchedule {
 
 struct FitOptions {
   /// Upper edges of the message-size bands (bytes, ascending); one more band holds the rest.
-  std::vector<std::uint64_t> band_edges{4096, 65536, 524288};
+  std::vector<std::uint64_t> band_edges{4096, 65536, 524288, 2097152};
   int max_iterations = 60;  ///< per descent (the fit starts four)
   /// Huber's threshold on log(simulated / measured): residuals beyond it weigh less, so that
   /// a run disturbed by the machine does not pull the fit.
