@@ -41,11 +41,21 @@ nlohmann::json summary_json(const Topology& topo, const topology::TopologySummar
   for (const auto& g : s.gpu_bandwidth)
     gpus.push_back(
         {{"ranks", g.ranks}, {"ingress_GBps", g.ingress_GBps}, {"egress_GBps", g.egress_GBps}});
+  nlohmann::json deviant = nlohmann::json::array();
+  for (const auto& d : s.deviant_links)
+    deviant.push_back({{"from", d.from},
+                       {"to", d.to},
+                       {"both_ways", d.both_ways},
+                       {"kind", topology::to_string(d.kind)},
+                       {"bw_GBps", d.bw_GBps},
+                       {"class_bw_GBps", d.class_bw_GBps},
+                       {"ranks", d.ranks}});
   return {{"ranks", s.ranks},
           {"hosts", s.hosts},
           {"nodes", {{"gpu", s.gpus}, {"nic", s.nics}, {"switch", s.switches}, {"cpu", s.cpus}}},
           {"link_classes", classes},
           {"gpu_bandwidth", gpus},
+          {"deviant_links", deviant},
           {"allgather_bound_1GiB",
            {{"size_bytes", bound.size_bytes},
             {"time_us", bound.time_us},
@@ -73,6 +83,10 @@ void print_show(const Topology& topo, const topology::TopologySummary& s,
     std::cout << strprintf("  %-24s %12s %12s\n", g.ranks.c_str(),
                            compact_number(g.ingress_GBps).c_str(),
                            compact_number(g.egress_GBps).c_str());
+  if (!s.deviant_links.empty()) {
+    std::cout << "\nlinks that deviate from their class (same kind and latency):\n";
+    for (const auto& d : s.deviant_links) std::cout << "  " << d.describe() << "\n";
+  }
   const auto at = bound.at(kShowSize);
   const auto& cut = bound.phases().front().cut;
   std::cout << strprintf(

@@ -138,6 +138,15 @@ std::string task_header(const ProposalContext& context) {
   for (const topology::GpuBandwidthGroup& g : summary.gpu_bandwidth)
     text += format("- ranks %s: %.1f GB/s in, %.1f GB/s out\n", g.ranks.c_str(), g.ingress_GBps,
                    g.egress_GBps);
+  if (!summary.deviant_links.empty()) {
+    // Where the faults are, so that a program can route around them or weight them.
+    constexpr std::size_t kShown = 16;
+    text += "Links that deviate from their class (same kind and latency):\n";
+    for (std::size_t i = 0; i < summary.deviant_links.size() && i < kShown; ++i)
+      text += "- " + summary.deviant_links[i].describe() + "\n";
+    if (summary.deviant_links.size() > kShown)
+      text += format("- (and %zu more)\n", summary.deviant_links.size() - kShown);
+  }
   const auto bound = topology::LowerBound::compute(topo, context.collective);
   for (const topology::PhaseBound& phase : bound.phases())
     text +=

@@ -136,6 +136,19 @@ TEST_F(LlmProposerTest, ThePromptCarriesTheTaskAndTheRequestsSeed) {
             improve_prompt(task_header(context_), context_, request(5), 2));
 }
 
+// The model is told where a fault is, not only that some link is slow.
+TEST_F(LlmProposerTest, ThePromptNamesTheLinksThatDeviateFromTheirClass) {
+  EXPECT_EQ(task_header(context_).find("deviate"), std::string::npos);  // a healthy node
+  const topology::Topology degraded = *topology::make_builtin_topology("a100x4-degraded");
+  propose::ProposalContext context = context_;
+  context.topology = &degraded;
+  EXPECT_NE(task_header(context).find("Links that deviate from their class (same kind and "
+                                      "latency):\n- h1.nic3 <-> leaf3 (ib, rank 11): 6.25 GB/s, "
+                                      "0.25 of its class's 25 GB/s\n"),
+            std::string::npos)
+      << task_header(context);
+}
+
 TEST_F(LlmProposerTest, MeasuredTimesAreMarkedAndSimulatedOnesAloneReadAsBefore) {
   const std::string header = task_header(context_);
   ProposalRequest r = request(5);

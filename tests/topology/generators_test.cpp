@@ -113,6 +113,22 @@ TEST(Generators, H100ClusterHasTheA100ShapeWithItsOwnFigures) {
   EXPECT_DOUBLE_EQ(ingress_GBps(h100, 0), 370.8 + 63.0);
 }
 
+// The summary names the links that deviate from their class: on a100x4-degraded the one NIC at a
+// quarter of its HDR rate, both ways, and whose rank it serves; a healthy cluster has none.
+TEST(Generators, TheSummaryNamesTheLinkThatDeviatesFromItsClass) {
+  const auto s = summarize(*make_builtin_topology("a100x4-degraded"));
+  ASSERT_EQ(s.deviant_links.size(), 1u);
+  const DeviantLink& d = s.deviant_links[0];
+  EXPECT_EQ(d.from, "h1.nic3");
+  EXPECT_EQ(d.to, "leaf3");
+  EXPECT_TRUE(d.both_ways);
+  EXPECT_EQ(d.ranks, "11");
+  EXPECT_DOUBLE_EQ(d.fraction(), 0.25);
+  EXPECT_EQ(d.describe(),
+            "h1.nic3 <-> leaf3 (ib, rank 11): 6.25 GB/s, 0.25 of its class's 25 GB/s");
+  EXPECT_TRUE(summarize(make_a100(4)).deviant_links.empty());
+}
+
 TEST(Generators, OneH100NodeHasNoNetwork) {
   const Topology topo = *make_builtin_topology("h100x1");
   const auto s = summarize(topo);
