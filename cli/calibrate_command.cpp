@@ -264,8 +264,7 @@ void print_fit(const sim::FitReport& fit, std::size_t schedules) {
       100 * fit.worst_error);
   std::cout << strprintf(
       "launch %.2f us, per step %.2f us (a rank's steps in turn); per rank: send %.2f GB/s, "
-      "receive %.2f GB/s; host "
-      "memory system %.2f GB/s shared\n",
+      "receive %.2f GB/s; host memory system %.2f GB/s shared\n",
       m.launch_us, m.step_us, m.send_GBps, m.recv_GBps, m.memory_GBps);
   std::cout << strprintf("%-22s %10s %10s\n", "messages", "alpha_us", "bw_factor");
   std::uint64_t from = 0;

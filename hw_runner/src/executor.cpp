@@ -81,20 +81,15 @@ RankExecutor::RankExecutor(const FlatSchedule& flat, std::int32_t rank, RankBuff
     blocks_.push_back(state);
   }
   done_.assign(end_step - first_step_, 0);
-  // Every address is checked once here, so that a schedule that was not verified fails with a
-  // message instead of writing outside its buffers.
-  for (StepId s = first_step_; s < end_step; ++s) {
-    const Step& step = flat.step(s);
-    if (reads_src(step.kind)) src_of(step);
-    if (writes_dst(step.kind)) dst_of(step);
-  }
   find_direct_receives(end_step);
 }
 
 // A receive is posted long before its step runs, so its data may arrive at any time before.
 // It may land in place only where no other step of this rank writes those elements and every
 // step that reads them runs after it (later in its block, or listing it among its deps);
-// addresses, not chunk numbers, so that an in-place input aliasing the output counts.
+// addresses, not chunk numbers, so that an in-place input aliasing the output counts. Mapping
+// them checks every address once, so that a schedule that was not verified fails with a message
+// instead of writing outside its buffers.
 void RankExecutor::find_direct_receives(StepId end_step) {
   struct Access {
     const Element *begin, *end;

@@ -99,23 +99,19 @@ class Problem {
  public:
   Problem(std::span<const MeasuredSchedule> measured, const FitOptions& options)
       : options_(options) {
+    schedules_.reserve(measured.size());  // the candidates point into it
     for (const MeasuredSchedule& m : measured) {
-      schedules_.push_back(schedule::without_routes(m.schedule));
       Candidate& candidate = by_ranks_[m.schedule.ranks].emplace_back();
-      candidate.schedule = nullptr;  // set once schedules_ stops growing
+      candidate.schedule = &schedules_.emplace_back(schedule::without_routes(m.schedule));
       for (const auto& [size, time] : m.times_us) {
         candidate.sizes.push_back(size);
         measured_.push_back(time);
       }
       order_.emplace_back(m.schedule.ranks, by_ranks_[m.schedule.ranks].size() - 1);
     }
-    std::map<int, std::size_t> next;
-    for (std::size_t i = 0; i < schedules_.size(); ++i)
-      by_ranks_[schedules_[i].ranks][next[schedules_[i].ranks]++].schedule = &schedules_[i];
   }
 
   std::size_t points() const { return measured_.size(); }
-  double measured(std::size_t i) const { return measured_[i]; }
 
   /// The simulated time of every point, in the order of the measurements.
   std::vector<double> simulate(const HostModel& model) const {
@@ -251,8 +247,7 @@ FitReport fit_host_model(std::span<const MeasuredSchedule> measured, const FitOp
     report.iterations += d.iterations;
     if (d.cost < best.cost) best = std::move(d);
   }
-  const Eigen::VectorXd& x = best.x;
-  report.model = normalised(params.model(x));
+  report.model = normalised(params.model(best.x));
   const std::vector<double> simulated = problem.simulate(report.model);
   std::vector<double> errors;
   std::size_t i = 0;

@@ -72,6 +72,12 @@ Net network_for(const Simulator::Impl& impl) {
     return Net(impl.topology, impl.graph);
 }
 
+// A step as its rank's one core sees it (RuntimeCosts::serial_steps).
+struct CoreWork {
+  std::int32_t rank = 0;
+  double us = 0;  // how long the core works on it
+};
+
 // One simulation at one size: the textbook loop over a time-ordered event queue. Time starts
 // at the protocol's launch cost; a step starts when its prerequisites have completed; a send
 // completes when a free slot of its connection takes its data, a receive when the data has
@@ -90,7 +96,7 @@ class Run {
         overhead_us_(impl.overhead_us),
         core_free_(runtime_ && runtime_->serial_steps ? static_cast<std::size_t>(impl.ranks) : 0,
                    0.0),
-        core_us_(core_times()),
+        core_work_(core_work()),
         slots_(impl.options.slots),
         network_(network_for<Net>(impl)),
         arrival_(impl.options.record_timeline ? graph_.transfers.size() : 0, 0),
@@ -139,8 +145,9 @@ class Run {
   void start(StepIndex s, double now) {
     if (!core_free_.empty()) {
       // The rank's one core works on its steps in turn.
-      double& free = core_free_[static_cast<std::size_t>(graph_.name(s).rank)];
-      free = std::max(free, now) + core_us_[static_cast<std::size_t>(s)];
+      const CoreWork& work = core_work_[static_cast<std::size_t>(s)];
+      double& free = core_free_[static_cast<std::size_t>(work.rank)];
+      free = std::max(free, now) + work.us;
       queued_for_core_.push(free, s);
     } else if (overhead_us_ > 0) {
       delayed_.push(now + overhead_us_, s);
@@ -149,18 +156,22 @@ class Run {
     }
   }
 
-  // With serial_steps, per step: how long its rank's core works on it. The step's overhead,
-  // and each message it sends or receives costs its band's alpha at either end (matching,
-  // handshakes, starting the copy): work that queues behind the rank's other steps.
-  std::vector<double> core_times() const {
+  // With serial_steps, per step: its rank, and how long that rank's core works on it. The
+  // step's overhead, and each message it sends or receives costs its band's alpha at either
+  // end (matching, handshakes, starting the copy): work that queues behind the rank's other
+  // steps.
+  std::vector<CoreWork> core_work() const {
     if (core_free_.empty()) return {};
-    std::vector<double> times(graph_.steps.size(), overhead_us_);
+    std::vector<CoreWork> work;
+    work.reserve(graph_.steps.size());
+    for (std::size_t s = 0; s < graph_.steps.size(); ++s)
+      work.push_back(CoreWork{graph_.name(static_cast<StepIndex>(s)).rank, overhead_us_});
     for (const SimTransfer& t : graph_.transfers)
       if (const topology::MessageBand* band = runtime_->band_for(t.fraction * size_)) {
-        times[static_cast<std::size_t>(t.send_step)] += band->alpha_us;
-        times[static_cast<std::size_t>(t.recv_step)] += band->alpha_us;
+        work[static_cast<std::size_t>(t.send_step)].us += band->alpha_us;
+        work[static_cast<std::size_t>(t.recv_step)].us += band->alpha_us;
       }
-    return times;
+    return work;
   }
 
   // A message's cost in its band: the band's share of the links' bandwidth, and its alpha on
@@ -319,8 +330,8 @@ class Run {
   // Copies of the options the loop reads per step: members, so that stores into the per-step
   // arrays cannot make the compiler reload them.
   double overhead_us_;
-  std::vector<double> core_free_;  // per rank, when its core is free; empty unless serial_steps
-  std::vector<double> core_us_;    // per step, from core_times(); empty unless serial_steps
+  std::vector<double> core_free_;    // per rank, when its core is free; empty unless serial_steps
+  std::vector<CoreWork> core_work_;  // per step, from core_work(); empty unless serial_steps
   std::int32_t slots_;
   Net network_;
   std::vector<topology::TransferCost> route_costs_;  // per route, under this run's protocol

@@ -72,9 +72,9 @@ void read_links(const support::FieldReader& top, Topology& topo,
   }
 }
 
-// "runtime": {"launch_us": L, "serial_steps": S, "messages": [{"max_bytes": B, "alpha_us": A,
-// "bw_factor": F},
-// ...]}: the last band without max_bytes holds every larger message. Ranges are checked by
+// "runtime": {"launch_us": L, "serial_steps": S,
+//             "messages": [{"max_bytes": B, "alpha_us": A, "bw_factor": F}, ...]}:
+// the last band without max_bytes holds every larger message. Ranges are checked by
 // Topology::validate.
 std::optional<RuntimeCosts> read_runtime(const support::FieldReader& top) {
   if (!top.has("runtime")) return std::nullopt;

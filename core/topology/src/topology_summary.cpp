@@ -1,9 +1,10 @@
 #include "optiflow/topology/topology_summary.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <tuple>
+
+#include "optiflow/support/strings.hpp"
 
 namespace optiflow::topology {
 
@@ -88,14 +89,13 @@ std::vector<DeviantLink> deviant_links(const Topology& topology) {
 }  // namespace
 
 std::string DeviantLink::describe() const {
-  char figures[96];
-  std::snprintf(figures, sizeof figures, ": %.3g GB/s, %.2f of its class's %.3g GB/s", bw_GBps,
-                fraction(), class_bw_GBps);
-  return from + (both_ways ? " <-> " : " -> ") + to + " (" + std::string(to_string(kind)) +
-         (ranks.empty()
-              ? ""
-              : (ranks.find_first_of(",-") == std::string::npos ? ", rank " : ", ranks ") + ranks) +
-         ")" + figures;
+  std::string whose;
+  if (!ranks.empty())
+    whose = (ranks.find_first_of(",-") == std::string::npos ? ", rank " : ", ranks ") + ranks;
+  return support::strprintf("%s %s %s (%s%s): %.3g GB/s, %.2f of its class's %.3g GB/s",
+                            from.c_str(), both_ways ? "<->" : "->", to.c_str(),
+                            std::string(to_string(kind)).c_str(), whose.c_str(), bw_GBps,
+                            fraction(), class_bw_GBps);
 }
 
 TopologySummary summarize(const Topology& topology) {
