@@ -62,7 +62,10 @@ FlowNetwork::FlowNetwork(const topology::Topology& topology, const StepGraph& gr
       routes_on_link_(topology.link_count()),
       flows_on_route_(graph.routes.size(), 0),
       route_rate_(graph.routes.size(), 0),
-      is_changed_(routes.components(), 0) {
+      is_changed_(routes.components(), 0),
+      queued_(static_cast<std::size_t>(graph.connections)),
+      queue_head_(static_cast<std::size_t>(graph.connections), 0),
+      connection_busy_(static_cast<std::size_t>(graph.connections), 0) {
   for (topology::LinkId l = 0; l < topology.link_count(); ++l)
     capacity_[l] = support::bytes_per_us(topology.link(l).bw_GBps);
 }
@@ -120,17 +123,27 @@ void FlowNetwork::touch(std::int32_t route) {
 void FlowNetwork::launch(std::int32_t id, double size, const topology::TransferCost& cost,
                          double now) {
   advance(now);
-  started_us[static_cast<std::size_t>(id)] = now;
-  const double wire = size * cost.wire_per_byte;
-  const std::int32_t route = graph_.transfer(id).route;
-  active_.push_back(Flow{id, route, wire, 0, cost.latency_us});
-  for (topology::LinkId l : graph_.links(route)) {
-    if (flows_on_link_[l]++ == 0) loaded_since_[l] = now;
-    bytes_[l] += wire;
+  const SimTransfer& t = graph_.transfer(id);
+  const Flow flow{id, t.route, size * cost.wire_per_byte, 0, cost.latency_us};
+  const auto c = static_cast<std::size_t>(t.connection);
+  if (connection_busy_[c]) {
+    queued_[c].push_back(flow);
+    return;
   }
-  if (flows_on_route_[static_cast<std::size_t>(route)]++ == 0)
-    for (topology::LinkId l : routes_.constraints[route]) routes_on_link_[l].push_back(route);
-  touch(route);
+  connection_busy_[c] = 1;
+  start(flow, now);
+}
+
+void FlowNetwork::start(const Flow& flow, double now) {
+  started_us[static_cast<std::size_t>(flow.id)] = now;
+  active_.push_back(flow);
+  for (topology::LinkId l : graph_.links(flow.route)) {
+    if (flows_on_link_[l]++ == 0) loaded_since_[l] = now;
+    bytes_[l] += flow.remaining;
+  }
+  if (flows_on_route_[static_cast<std::size_t>(flow.route)]++ == 0)
+    for (topology::LinkId l : routes_.constraints[flow.route]) routes_on_link_[l].push_back(flow.route);
+  touch(flow.route);
 }
 
 // The next drain time holds until flows change, or until it has come and left a few bytes of
@@ -154,21 +167,38 @@ void FlowNetwork::take_arrivals(double now, std::vector<std::int32_t>& arrived) 
   const double dt = std::max(0.0, now - now_);
   now_ = std::max(now_, now);
   const double resolution_us = now_ * kClockResolution;
-  // Each flow moves on to now; drained ones leave (in launch order), the others keep their order.
+  // Each flow moves on to now; drained ones leave (in launch order), the others keep their
+  // order, and each drained connection starts its next message.
   std::size_t kept = 0;
-  for (std::size_t i = 0; i < active_.size(); ++i) {
-    Flow& f = active_[i];
+  const std::size_t moving = active_.size();
+  for (std::size_t i = 0; i < moving; ++i) {
+    Flow f = active_[i];
     f.remaining -= f.rate * dt;
     if (f.remaining > std::max(kDrainedBytes, f.rate * resolution_us)) {
-      if (kept < i) active_[kept] = f;
-      ++kept;
+      active_[kept++] = f;
       continue;
     }
     leave(f.route, now);
     latency_.push(now + f.latency_us, f.id);
+    drained_.push_back(f.id);
   }
-  active_.resize(kept);
+  active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(kept),
+                active_.begin() + static_cast<std::ptrdiff_t>(moving));
+  for (std::int32_t id : drained_) start_next(graph_.transfer(id).connection, now);
+  drained_.clear();
   while (latency_.next_time() <= now) arrived.push_back(latency_.pop());
+}
+
+void FlowNetwork::start_next(std::int32_t connection, double now) {
+  const auto c = static_cast<std::size_t>(connection);
+  std::vector<Flow>& queue = queued_[c];
+  if (queue_head_[c] == queue.size()) {
+    connection_busy_[c] = 0;
+    queue.clear();
+    queue_head_[c] = 0;
+    return;
+  }
+  start(queue[queue_head_[c]++], now);
 }
 
 // A flow on `route` has drained at `now`.

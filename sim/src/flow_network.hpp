@@ -1,10 +1,12 @@
-// Flow level: the transfers on a link share its bandwidth max-min fairly (progressive
+// Flow level: the connections on a link share its bandwidth max-min fairly (progressive
 // filling), recomputed whenever a transfer starts or finishes; a transfer moves its wire bytes
 // (data / the protocol's share) and arrives its latency after its last byte has left.
 //
-// Transfers on one route get one rate (max-min fairness treats them alike), so the filling
-// works on routes, each weighted by its number of flows: a connection with several messages in
-// flight costs it one entry per link, not one per message. It fills only one link of each set
+// A connection is one flow: its messages in flight drain one after the other, in order, as one
+// thread block (or one queue pair) moves them; a connection with eight messages posted gets no
+// more of a link than one with one. Flows on one route get one rate (max-min fairness treats
+// them alike), so the filling works on routes, each weighted by its number of flows: two
+// channels between the same GPUs cost it one entry per link, not one per channel. It fills only one link of each set
 // of links that the same routes cross (the slowest): the others always have at least as much
 // left per flow, so they never limit anyone. And routes that share none of these links cannot
 // change each other's rates: the routes fall into components, and a change refills only its
@@ -72,6 +74,8 @@ class FlowNetwork {
     double latency_us;
   };
   void advance(double now);
+  void start(const Flow& flow, double now);
+  void start_next(std::int32_t connection, double now);
   void touch(std::int32_t route);
   void leave(std::int32_t route, double now);
   void share_bandwidth(std::int32_t component);
@@ -96,6 +100,10 @@ class FlowNetwork {
   std::vector<std::int32_t> changed_;  // components whose flows changed since the last filling
   std::vector<char> is_changed_;       // per component
   std::vector<Flow> active_;           // in launch order
+  std::vector<std::vector<Flow>> queued_;  // per connection: messages behind its active one
+  std::vector<std::size_t> queue_head_;    // per connection: the next of queued_ to start
+  std::vector<char> connection_busy_;      // per connection: a message of it is active
+  std::vector<std::int32_t> drained_;      // scratch of take_arrivals
   EventQueue<std::int32_t> latency_;   // drained transfers, arriving after their latency
   double now_ = 0;
   double next_drain_ = kNever;  // when the first active flow drains, at the current rates

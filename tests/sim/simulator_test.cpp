@@ -495,24 +495,28 @@ Schedule two_messages_and_another(int chunks, int other, int first, int second) 
   return schedule;
 }
 
-// Two messages in flight on one connection are two flows. Held to 10 GB/s each by their 20 GB/s
-// first hop, they leave 100 - 2 * 10 = 80 GB/s of the shared link to the third flow.
-TEST(SimFlow, MessagesInFlightOnOneConnectionEachTakeAFlowsShare) {
+// A connection is one flow, whatever it has in flight: its two messages drain one after the
+// other at the 20 GB/s of their first hop, leaving 80 GB/s of the shared 100 GB/s link to the
+// other sender.
+TEST(SimFlow, AConnectionIsOneFlowWhoseMessagesDrainInOrder) {
   const Topology topo = star({link_of(20), link_of(1000)}, link_of(100));
   const Schedule schedule = two_messages_and_another(6, 4, 1, 1);
   const std::uint64_t size = 6'000'000;  // 6 chunks of u = 1e6 bytes
+  const double u = 1e6 / kBytesPerUsPerGBps;  // one chunk's time at 1 GB/s
   const SimResult result = Simulator(topo, schedule, flow_with_timeline()).run(size);
   ASSERT_EQ(result.timeline.size(), 3u);
-  for (const auto& t : result.timeline) {
-    const double GBps = t.rank == 1 ? 80 : 10;
-    expect_close(t.end_us, t.bytes / (GBps * kBytesPerUsPerGBps), "rank " + std::to_string(t.rank));
-  }
+  std::vector<double> ends;
+  for (const auto& t : result.timeline) ends.push_back(t.end_us);
+  std::sort(ends.begin(), ends.end());
+  expect_close(ends[0], u / 20, "the first message");
+  expect_close(ends[1], 4 * u / 80, "the other sender's four chunks at 80 GB/s");
+  expect_close(ends[2], 2 * u / 20, "the second message, after the first");
 }
 
-// Messages of u and 3u in flight on one connection and 3u from another sender share one link
-// three ways until the first message ends (3u/C); the two left then split it until both end at
-// 3u/C + 2u/(C/2) = 7u/C.
-TEST(SimFlow, AMessageEndingSpeedsUpTheOtherOnItsConnection) {
+// Messages of u and 3u on one connection and 3u from another sender: two flows, C/2 each. The
+// first message ends at 2u/C, and the second takes its connection's place; the other sender's
+// 2u left end at 2u/C + 4u/C = 6u/C, and the second message's last u alone at 7u/C.
+TEST(SimFlow, AConnectionsNextMessageTakesItsPlaceWhenOneEnds) {
   const Topology topo = star({link_of(100), link_of(100)}, link_of(100));
   const Schedule schedule = two_messages_and_another(7, 3, 1, 3);
   const std::uint64_t size = 7'000'000;  // 7 chunks of u = 1e6 bytes
@@ -522,9 +526,9 @@ TEST(SimFlow, AMessageEndingSpeedsUpTheOtherOnItsConnection) {
   std::vector<double> ends;
   for (const auto& t : result.timeline) ends.push_back(t.end_us);
   std::sort(ends.begin(), ends.end());
-  expect_close(ends[0], 3 * u, "the first message");
-  expect_close(ends[1], 7 * u, "the second");
-  expect_close(ends[2], 7 * u, "the other sender's");
+  expect_close(ends[0], 2 * u, "the first message");
+  expect_close(ends[1], 6 * u, "the other sender's");
+  expect_close(ends[2], 7 * u, "the second message");
 }
 
 // A route's links that no other route crosses limit it by the slowest of them, wherever it is
