@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "inputs.hpp"
+#include "optiflow/hw_runner/buffers.hpp"
 #include "optiflow/hw_runner/launch.hpp"
 #include "optiflow/hw_runner/measure.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
@@ -79,8 +80,11 @@ std::vector<double> run_on_hardware(const schedule::Schedule& schedule, const Hw
   }
   const auto measured = nlohmann::json::parse(read_text_file(results_path.string()));
   std::vector<double> times;
+  // The job runs each size rounded to a whole number of the schedule's chunks of elements (4K
+  // with 72 chunks runs 4032 bytes): that time stands for the size asked for.
   for (std::size_t i = 0; i < run.sizes.size(); ++i) {
-    if (i >= measured.size() || measured[i].at("size_bytes").get<std::uint64_t>() != run.sizes[i])
+    if (i >= measured.size() || measured[i].at("size_bytes").get<std::uint64_t>() !=
+                                    hw_runner::round_size(schedule, run.sizes[i]))
       throw std::runtime_error("the job reported no time for size " + std::to_string(run.sizes[i]));
     times.push_back(measured[i].at("time_us").get<double>());
   }

@@ -30,26 +30,7 @@ namespace {
 using schedule::StepKind;
 using schedule::StepRef;
 
-constexpr int kShares = 16;   // k: each root's data is cut into this many equal parts
 constexpr int kPipeline = 4;  // each part is sent as this many chunks, one after another
-
-// Each tree's share of its root's data as whole parts of kShares (largest remainders first,
-// ties to the heavier tree), so that the trees carry k equal parts between them.
-std::vector<int> rounded_parts(const std::vector<topology::PackedTree>& trees) {
-  std::vector<int> parts(trees.size());
-  std::vector<std::pair<double, std::size_t>> remainders;
-  int given = 0;
-  for (std::size_t t = 0; t < trees.size(); ++t) {
-    const double exact = trees[t].share * kShares;
-    parts[t] = static_cast<int>(std::floor(exact));
-    given += parts[t];
-    remainders.emplace_back(-(exact - parts[t]), t);
-  }
-  std::stable_sort(remainders.begin(), remainders.end());
-  for (std::size_t i = 0; given < kShares && i < remainders.size(); ++i, ++given)
-    ++parts[remainders[i].second];
-  return parts;
-}
 
 // One hop of one chunk along one tree edge (child to parent when reducing).
 struct Hop {
@@ -166,22 +147,6 @@ class ForestBuilder {
   std::vector<std::map<int, std::vector<StepRef>>> received_;  // per rank: receives of a chunk
 };
 
-// The link loads of the rounded packing against the exact one: the rate rounding keeps.
-double rounded_rate(const topology::Topology& topology, const topology::TreePacking& packing,
-                    const std::vector<std::vector<int>>& parts) {
-  topology::Router router(topology);
-  std::vector<double> load(topology.links().size(), 0.0);
-  for (std::size_t m = 0; m < packing.trees.size(); ++m)
-    for (std::size_t t = 0; t < packing.trees[m].size(); ++t)
-      for (const topology::PackedEdge& e : packing.trees[m][t].edges)
-        for (topology::LinkId l : router.links_along(e.path))
-          load[l] += static_cast<double>(parts[m][t]) / kShares;
-  double worst = 0;
-  for (std::size_t l = 0; l < load.size(); ++l)
-    worst = std::max(worst, load[l] / topology.link(static_cast<topology::LinkId>(l)).bw_GBps);
-  return worst > 0 ? 1.0 / worst : 0.0;
-}
-
 }  // namespace
 
 Synthesized forestcoll_synthesize(const topology::Topology& topology,
@@ -197,9 +162,7 @@ Synthesized forestcoll_synthesize(const topology::Topology& topology,
     options.progress("forestcoll: packing spanning trees over " + std::to_string(n) + " GPUs");
   const topology::TreePacking packing = topology::pack_spanning_trees(topology, everyone);
 
-  const int per_rank = kShares * kPipeline;
-  std::vector<std::vector<int>> parts;
-  for (const auto& trees : packing.trees) parts.push_back(rounded_parts(trees));
+  const int per_rank = topology::kPackParts * kPipeline;
   const bool reduces = collective != support::Collective::all_gather;
   const bool broadcasts = collective != support::Collective::reduce_scatter;
   std::vector<Hop> hops;
@@ -207,7 +170,7 @@ Synthesized forestcoll_synthesize(const topology::Topology& topology,
     const auto& trees = packing.trees[static_cast<std::size_t>(root)];
     int first = root * per_rank;  // the root's slice, cut tree by tree
     for (std::size_t t = 0; t < trees.size(); ++t) {
-      const int count = parts[static_cast<std::size_t>(root)][t] * kPipeline;
+      const int count = trees[t].parts * kPipeline;
       const auto& edges = trees[t].edges;
       int height = 0;
       for (const topology::PackedEdge& e : edges) height = std::max(height, e.depth);
@@ -236,14 +199,14 @@ Synthesized forestcoll_synthesize(const topology::Topology& topology,
   result.schedule = builder.take();
   std::size_t tree_count = 0;
   for (const auto& trees : packing.trees) tree_count += trees.size();
-  const double kept = rounded_rate(topology, packing, parts);
   result.notes = {
       support::strprintf("spanning-tree packing at %.3f GB/s per rank (the cut bound's rate), "
                          "%zu weighted trees over %d roots in %d column-generation rounds",
                          packing.rate_GBps, tree_count, n, packing.iterations),
       support::strprintf("each root's data in %d equal parts over its trees (the rounding "
                          "keeps %.1f%% of the rate), each part pipelined in %d chunks",
-                         kShares, 100.0 * kept / packing.rate_GBps, kPipeline)};
+                         topology::kPackParts,
+                         100.0 * packing.rounded_rate_GBps / packing.rate_GBps, kPipeline)};
   if (collective != support::Collective::all_gather)
     result.notes.push_back("reductions run the same trees backwards, toward each root");
   result.solver.solver = std::string("CLP ") + CLP_VERSION;

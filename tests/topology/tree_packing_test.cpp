@@ -60,7 +60,12 @@ TEST_P(TreePackingOn, ReachesTheCutBoundWithinEveryLink) {
       EXPECT_EQ(reached.size(), p.members.size()) << "not spanning";
     }
     EXPECT_NEAR(shares, 1, 1e-9);
+    int parts = 0;
+    for (const PackedTree& t : p.trees[r]) parts += t.parts;
+    EXPECT_EQ(parts, kPackParts) << "root " << r;
   }
+  EXPECT_LE(p.rounded_rate_GBps, p.rate_GBps * (1 + 1e-9));
+  EXPECT_GE(p.rounded_rate_GBps, p.rate_GBps * 0.95) << "rounding to sixteenths";
   for (const auto& [link, load] : link_loads(topo, p))
     EXPECT_LE(load, topo.link(link).bw_GBps * (1 + 1e-6)) << link;
 }
@@ -68,6 +73,22 @@ TEST_P(TreePackingOn, ReachesTheCutBoundWithinEveryLink) {
 INSTANTIATE_TEST_SUITE_P(Builtins, TreePackingOn,
                          ::testing::Values("a100x1", "a100x2", "a100x4-degraded", "dgx1",
                                            "torus4x4", "fattree16", "ndv2x2", "h100x2"));
+
+// Every tree edge is a pipeline stage: where the switches let a root reach every GPU of its own
+// host and its rail peers directly, the trees that carry data (a part or more) are two deep
+// (root, rail peers, their hosts), not the chains of GPUs its degenerate optimum also allows (up to 11 deep on
+// a100x4), and its sixteenths keep the rate within 2%.
+TEST(TreePacking, TreesAreTwoDeepOnSwitchedClusters) {
+  for (const char* name : {"a100x4", "h100x4"}) {
+    const Topology topo = *make_builtin_topology(name);
+    const TreePacking p = pack_spanning_trees(topo, all_ranks(topo));
+    for (const auto& trees : p.trees)
+      for (const PackedTree& t : trees)
+        for (const PackedEdge& e : t.edges)
+          EXPECT_TRUE(t.parts == 0 || e.depth <= 2) << name << ": depth " << e.depth;
+    EXPECT_GE(p.rounded_rate_GBps, p.rate_GBps * 0.98) << name;
+  }
+}
 
 TEST(TreePacking, IsDeterministicAndSaysWhatItCannotDo) {
   const Topology topo = *make_builtin_topology("a100x2");

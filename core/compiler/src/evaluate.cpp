@@ -17,7 +17,6 @@ namespace {
 
 constexpr std::int64_t kMaxSplitParts = 1024;
 constexpr std::int64_t kMaxPipeline = 64;
-constexpr std::int64_t kMaxChannels = 32;
 
 // Runs the statements of a program block by block; steps go to StepRunner, pieces and
 // transfers to PlanBuilder, expressions to Expressions.

@@ -3,39 +3,11 @@
 #include "steps.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "groups.hpp"
 #include "optiflow/support/error.hpp"
 
 namespace optiflow::compiler {
-namespace {
-
-// pack cuts a piece over its root's trees in multiples of 1/kPackShares.
-constexpr std::int64_t kPackShares = 16;
-
-// Trees' shares as whole parts of kPackShares (largest remainders first; ties to the
-// heavier tree); trees that get none are dropped.
-std::vector<std::pair<const topology::PackedTree*, std::int64_t>> rounded_shares(
-    const std::vector<topology::PackedTree>& trees) {
-  std::vector<std::pair<const topology::PackedTree*, std::int64_t>> parts;
-  std::vector<std::pair<double, std::size_t>> remainders;
-  std::int64_t given = 0;
-  for (std::size_t k = 0; k < trees.size(); ++k) {
-    const double exact = trees[k].share * kPackShares;
-    const auto whole = static_cast<std::int64_t>(std::floor(exact));
-    parts.emplace_back(&trees[k], whole);
-    remainders.emplace_back(-(exact - static_cast<double>(whole)), k);
-    given += whole;
-  }
-  std::stable_sort(remainders.begin(), remainders.end());
-  for (std::size_t i = 0; given < kPackShares && i < remainders.size(); ++i, ++given)
-    ++parts[remainders[i].second].second;
-  std::erase_if(parts, [](const auto& p) { return p.second == 0; });
-  return parts;
-}
-
-}  // namespace
 
 // One step's groups, prepared once for all the pieces it moves.
 struct StepRunner::StepGroups {
@@ -157,8 +129,8 @@ std::vector<std::int32_t> StepRunner::scatter(const At& at, const Group& group,
 }
 
 // The group's throughput-optimal tree packing (topology/tree_packing.hpp), computed once per
-// group and set of avoided links; the piece is cut in proportion to its root's trees, whose
-// shares are rounded to multiples of 1/kPackShares so that chunk counts stay small.
+// group and set of avoided links; the piece is cut in proportion to its root's trees' parts
+// (their shares in whole sixteenths, topology::kPackParts), so that chunk counts stay small.
 std::vector<std::int32_t> StepRunner::move_along_packing(const At& at, const Group& group,
                                                          std::int32_t index) {
   if (at.step.reverse) context_.fail(at.pos, "pack has no direction: drop `reverse`");
@@ -170,9 +142,10 @@ std::vector<std::int32_t> StepRunner::move_along_packing(const At& at, const Gro
       packing.members.begin());
   std::vector<const topology::PackedTree*> trees;
   std::vector<support::Rational> weights;
-  for (const auto& [tree, parts] : rounded_shares(packing.trees[root_at])) {
-    trees.push_back(tree);
-    weights.emplace_back(parts);
+  for (const topology::PackedTree& tree : packing.trees[root_at]) {
+    if (tree.parts == 0) continue;
+    trees.push_back(&tree);
+    weights.emplace_back(tree.parts);
   }
   const auto pieces = builder_.split_piece(index, weights, at.pos);
   for (std::size_t k = 0; k < trees.size(); ++k) {

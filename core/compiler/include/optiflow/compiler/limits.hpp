@@ -16,6 +16,10 @@
 
 namespace optiflow::compiler {
 
+/// Channels a schedule may use (NCCL's and MSCCL's MAXCHANNELS): `channels N` takes at most
+/// this, and the channels pass keeps every transfer below it.
+inline constexpr std::int32_t kMaxChannels = 32;
+
 struct EvalLimits {
   /// Transfers of the compiled plan: each one the program makes counts once per pipeline
   /// slice, and twice for an All-Reduce (`phases`). 2^23 admits eight rings on 1,024 ranks

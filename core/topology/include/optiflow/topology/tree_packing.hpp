@@ -27,14 +27,21 @@ struct PackedEdge {
   std::vector<NodeId> path;
 };
 
+/// Each root's data is cut into this many equal parts, spread over its trees.
+inline constexpr int kPackParts = 16;
+
 struct PackedTree {
   double share = 0;               ///< the fraction of its root's data it carries
+  /// `share` as whole parts of kPackParts, rounded jointly over all trees so that the busiest
+  /// link's load grows the least (largest remainders alone can cost a link 7%); may be 0.
+  int parts = 0;
   std::vector<PackedEdge> edges;  ///< parents before children (by depth, then rank)
 };
 
 struct TreePacking {
   std::vector<int> members;                    ///< ascending ranks
   double rate_GBps = 0;                        ///< each member's data rate, all trees together
+  double rounded_rate_GBps = 0;                ///< the rate the trees' `parts` keep
   std::vector<std::vector<PackedTree>> trees;  ///< per member (as in `members`), share-sorted
   int iterations = 0;                          ///< column-generation rounds
 };
