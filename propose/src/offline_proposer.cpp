@@ -57,6 +57,16 @@ dsl::Step& step(Statement* s) {
   return std::get<dsl::Step>(s->node);
 }
 
+// Steps whose pattern has a direction to reverse (a packing has none).
+std::vector<Statement*> directed_steps_of(Program& p) {
+  std::vector<Statement*> out;
+  collect(p.body, out, [](const Statement& s) {
+    const auto* st = s.get_if<dsl::Step>();
+    return st && st->pattern != Pattern::pack;
+  });
+  return out;
+}
+
 // The top-level `pipeline` or `channels` statement (dsl::Pipeline, dsl::Channels).
 template <typename Setting>
 Setting* setting(Program& p) {
@@ -115,7 +125,7 @@ bool mutate_pattern(Program& p, Dice& dice) {
 }
 
 bool mutate_reverse(Program& p, Dice& dice) {
-  auto steps = steps_of(p);
+  auto steps = directed_steps_of(p);
   if (steps.empty()) return false;
   dsl::Step& s = step(steps[dice.below(steps.size())]);
   s.reverse = !s.reverse;
@@ -175,7 +185,7 @@ bool mutate_order(Program& p, Dice& dice) {
 
 // One step becomes two halves going opposite ways: load on both directions of every link.
 bool mutate_bidirectional(Program& p, Dice& dice) {
-  auto steps = steps_of(p);
+  auto steps = directed_steps_of(p);
   if (steps.empty()) return false;
   Statement& s = *steps[dice.below(steps.size())];
   Statement forward = s, backward = s;

@@ -3,9 +3,12 @@
 #include <ClpSimplex.hpp>
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <tuple>
 
@@ -487,12 +490,41 @@ double round_parts(const Topology& topo, std::vector<std::vector<PackedTree>>& t
   return busiest > 0 ? 1 / busiest : 0;
 }
 
-}  // namespace
+// Packings cost up to seconds (the LP and its pricing, about 1.5 s for 32 GPUs) and depend on
+// nothing but their inputs; explore compiles hundreds of programs that pack the same groups,
+// so the process keeps the last kCachedPackings it computed.
+class PackingCache {
+ public:
+  std::optional<TreePacking> find(const Topology& topo, const std::vector<int>& members,
+                                  const std::set<LinkId>& avoided) {
+    const std::lock_guard lock(mutex_);
+    for (const Entry& e : entries_)
+      if (e.members == members && e.avoided == avoided && e.topology == topo) return e.packing;
+    return std::nullopt;
+  }
+  void add(const Topology& topo, const std::vector<int>& members, const std::set<LinkId>& avoided,
+           const TreePacking& packing) {
+    const std::lock_guard lock(mutex_);
+    if (entries_.size() == kCachedPackings) entries_.pop_front();
+    entries_.push_back(Entry{topo, members, avoided, packing});
+  }
 
-TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> member_ranks,
-                                const std::set<LinkId>& avoided) {
+ private:
+  static constexpr std::size_t kCachedPackings = 64;
+  struct Entry {
+    Topology topology;
+    std::vector<int> members;
+    std::set<LinkId> avoided;
+    TreePacking packing;
+  };
+  std::mutex mutex_;
+  std::deque<Entry> entries_;
+};
+
+TreePacking compute_packing(const Topology& topo, std::vector<int> members_in,
+                            const std::set<LinkId>& avoided) {
   TreePacking result;
-  result.members = checked_members(member_ranks);
+  result.members = std::move(members_in);
   const std::vector<int>& members = result.members;
   PackingLp lp(topo, members.size());
   // Start from the trees that are cheapest in time per byte, then price new ones.
@@ -519,6 +551,18 @@ TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> membe
   result.trees = kept_trees(lp, topo, members);
   result.rounded_rate_GBps = round_parts(topo, result.trees);
   return result;
+}
+
+}  // namespace
+
+TreePacking pack_spanning_trees(const Topology& topo, std::span<const int> member_ranks,
+                                const std::set<LinkId>& avoided) {
+  static PackingCache cache;
+  std::vector<int> members = checked_members(member_ranks);
+  if (std::optional<TreePacking> known = cache.find(topo, members, avoided)) return *known;
+  TreePacking packing = compute_packing(topo, std::move(members), avoided);
+  cache.add(topo, packing.members, avoided, packing);
+  return packing;
 }
 
 }  // namespace optiflow::topology
