@@ -1,4 +1,4 @@
-// `optiflow topo list | show | import-nccl`.
+// `optiflow topo list | show | import-nccl | vary`.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -14,6 +14,7 @@
 #include "optiflow/topology/nccl_topo_xml.hpp"
 #include "optiflow/topology/topology_io.hpp"
 #include "optiflow/topology/topology_summary.hpp"
+#include "optiflow/topology/variation.hpp"
 
 namespace optiflow::cli {
 namespace {
@@ -157,14 +158,41 @@ void add_import_nccl(CLI::App& topo) {
   });
 }
 
+void add_vary(CLI::App& topo) {
+  auto* cmd = topo.add_subcommand(
+      "vary", "Draw production faults on a topology: slow NICs and NVLinks, failed links, "
+              "oversubscribed spines, missing GPUs (the GPUs stay connected)");
+  struct Args {
+    std::string name, out;
+    std::uint64_t seed = 1;
+    int faults = 1;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("T", args->name, "built-in name or topology JSON file")->required();
+  cmd->add_option("--seed", args->seed, "random seed (the same seed draws the same faults)");
+  cmd->add_option("--faults", args->faults, "how many faults")->check(CLI::Range(0, 1000));
+  cmd->add_option("-o,--output", args->out, "topology JSON to write")->required();
+  cmd->callback([args] {
+    const auto varied =
+        topology::draw_faults(topology::load_topology(args->name), args->seed, args->faults);
+    support::write_text_file(args->out, topology::write_topology_json(varied.topology));
+    std::cout << strprintf("wrote %s: %s, %d ranks\n", args->out.c_str(),
+                           varied.topology.name().c_str(), varied.topology.rank_count());
+    for (const auto& f : varied.faults)
+      std::cout << strprintf("  %-20s %s\n", std::string(topology::to_string(f.kind)).c_str(),
+                             f.description.c_str());
+  });
+}
+
 }  // namespace
 
 void add_topo_commands(CLI::App& app) {
-  auto* topo = app.add_subcommand("topo", "Topologies: list, show, import");
+  auto* topo = app.add_subcommand("topo", "Topologies: list, show, import, vary");
   topo->require_subcommand(1);
   add_list(*topo);
   add_show(*topo);
   add_import_nccl(*topo);
+  add_vary(*topo);
 }
 
 }  // namespace optiflow::cli

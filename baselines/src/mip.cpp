@@ -62,9 +62,7 @@ void normalise(Terms& terms) {
 // CBC's command line for `limits`; the strings outlive the solve.
 std::vector<std::string> cbc_arguments(const Limits& limits) {
   std::vector<std::string> args{"optiflow-mip", "-log", "0", "-slog", "0", "-timeMode", "elapsed"};
-  if (limits.settings == Settings::cbc_defaults) {
-    args.insert(args.end(), {"-preprocess", limits.time_s < kPreprocessMinSeconds ? "off" : "sos"});
-  }
+  if (limits.settings == Settings::cbc_defaults) args.insert(args.end(), {"-preprocess", "off"});
   args.insert(args.end(), {"-sec", support::strprintf("%.3f", std::max(limits.time_s, kMinSeconds)),
                            "-ratioGap", support::strprintf("%.6g", std::max(limits.gap, 0.0))});
   if (limits.seed) args.insert(args.end(), {"-randomCbcSeed", std::to_string(*limits.seed)});

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The variability benchmark: production faults drawn on clusters no template was written for.
+
+For each topology and seed, `optiflow topo vary` draws K faults (K = 1, 2, 3 in turn: slow
+NICs and NVLinks, failed links, oversubscribed spines, missing GPUs); then explore (offline
+proposer), NCCL's tuner pick, the ForestColl-style packing and TACCL (time-capped) each build
+an All-Gather for the varied cluster. Prints each contender's median and worst x bound at
+64 MiB and 1 GiB, and explore's wins and losses against each baseline (docs/explore.md).
+
+    bench/variability.py [--optiflow build/release/bin/optiflow] [--seeds 20]
+                         [--topologies a100x4,h100x4,a100x3] [--budget 300]
+                         [--taccl-time 60] [--explore-seed 5]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+SIZES = ["64M", "1G"]
+BASELINES = ["nccl", "forestcoll", "taccl"]
+TIE = 1e-3  # relative: closer than this is neither a win nor a loss
+
+
+def run(command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    return done.returncode, done.stdout, done.stderr
+
+
+def x_bound_rows(text, column):
+    """{size: x bound} from the rows of a size table (column: the x-bound field's index)."""
+    found = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) > abs(column) and fields[0] in SIZES:
+            try:
+                found[fields[0]] = float(fields[column])
+            except ValueError:
+                pass
+    return found
+
+
+def explore(args, topo, work):
+    code, out, err = run([args.optiflow, "explore", "--topo", topo, "--sizes", ",".join(SIZES),
+                          "--budget", str(args.budget), "--seed", str(args.explore_seed),
+                          "--db", os.path.join(work, "explore.db"),
+                          "--out", os.path.join(work, "out")])
+    if code != 0:
+        return None, err.strip().splitlines()[-1:] or ["failed"]
+    return x_bound_rows(out, 2), None  # size, busbw, x bound, ...
+
+
+def baseline(args, name, topo):
+    command = [args.optiflow, "baseline", name, "--topo", topo, "--sizes", ",".join(SIZES)]
+    if name == "taccl":
+        command += ["--time-limit", str(args.taccl_time)]
+    code, out, err = run(command)
+    if code != 0:
+        return None, (err.strip().splitlines() or ["failed"])[-1]
+    return x_bound_rows(out, -1), None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--optiflow", default="build/release/bin/optiflow")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--topologies", default="a100x4,h100x4,a100x3")
+    parser.add_argument("--budget", type=int, default=300)
+    parser.add_argument("--taccl-time", type=float, default=60)
+    parser.add_argument("--explore-seed", type=int, default=5)
+    args = parser.parse_args()
+    contenders = ["explore"] + BASELINES
+    results = {c: {s: [] for s in SIZES} for c in contenders}
+    record = {b: {"wins": 0, "losses": 0, "ties": 0, "missing": 0} for b in BASELINES}
+    with tempfile.TemporaryDirectory() as work:
+        for topo_name in args.topologies.split(","):
+            for seed in range(1, args.seeds + 1):
+                faults = 1 + (seed - 1) % 3
+                varied = os.path.join(work, f"{topo_name}-{seed}.json")
+                code, out, err = run([args.optiflow, "topo", "vary", topo_name, "--seed", str(seed),
+                                      "--faults", str(faults), "-o", varied])
+                if code != 0:
+                    print(f"{topo_name} seed {seed}: {err.strip()}", file=sys.stderr)
+                    continue
+                drawn = "; ".join(line.strip() for line in out.splitlines()[1:])
+                case = {}
+                case_dir = os.path.join(work, f"{topo_name}-{seed}")
+                os.makedirs(case_dir, exist_ok=True)
+                case["explore"], why = explore(args, varied, case_dir)
+                for name in BASELINES:
+                    case[name], why_b = baseline(args, name, varied)
+                    if why_b:
+                        print(f"  {name}: not built: {why_b}", file=sys.stderr)
+                line = []
+                for c in contenders:
+                    for s in SIZES:
+                        value = (case[c] or {}).get(s)
+                        if value is not None:
+                            results[c][s].append(value)
+                        line.append(f"{c} {s} {value:.3f}" if value is not None else f"{c} {s} -")
+                print(f"{topo_name} seed {seed} ({drawn}):\n  " + ", ".join(line),
+                      file=sys.stderr, flush=True)
+                ours = case["explore"] or {}
+                for name in BASELINES:
+                    theirs = case[name] or {}
+                    for s in SIZES:
+                        if s not in ours or s not in theirs:
+                            record[name]["missing"] += 1
+                        elif ours[s] < theirs[s] * (1 - TIE):
+                            record[name]["wins"] += 1
+                        elif ours[s] > theirs[s] * (1 + TIE):
+                            record[name]["losses"] += 1
+                        else:
+                            record[name]["ties"] += 1
+
+    print(f"variability: {args.topologies}, {args.seeds} seeds each (K = 1..3 faults), "
+          f"explore budget {args.budget}, taccl {args.taccl_time:g} s per solve")
+    print(f"{'contender':<12}" + "".join(f"{s + ' median':>12}{s + ' worst':>11}{'n':>4}"
+                                          for s in SIZES))
+    for c in contenders:
+        row = f"{c:<12}"
+        for s in SIZES:
+            values = results[c][s]
+            if values:
+                row += f"{statistics.median(values):>11.3f}x{max(values):>10.3f}x{len(values):>4}"
+            else:
+                row += f"{'-':>12}{'-':>11}{0:>4}"
+        print(row)
+    print("explore against each baseline (per case and size):")
+    for name in BASELINES:
+        r = record[name]
+        print(f"  {name:<11} wins {r['wins']}, losses {r['losses']}, ties {r['ties']}, "
+              f"not built {r['missing']}")
+
+
+if __name__ == "__main__":
+    main()
