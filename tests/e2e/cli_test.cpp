@@ -78,6 +78,24 @@ TEST_F(Cli, TopoShowJsonIsAReadableTopology) {
   EXPECT_EQ(doc["summary"]["ranks"], 32);
 }
 
+// topo vary writes a topology every other command reads, with the faults it drew; a seed
+// draws the same faults again, and faults that do not fit are an error, not a crash.
+TEST_F(Cli, TopoVaryWritesAVariedClusterOthersRead) {
+  const Result r = run("topo vary a100x4 --seed 3 --faults 2 -o " + (dir_ / "v.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("a100x4-vary-s3-k2"), std::string::npos) << r.out;
+  const auto varied = parse_topology_json(slurp(dir_ / "v.json"), "v.json");
+  EXPECT_EQ(varied.name(), "a100x4-vary-s3-k2");
+  const Result again = run("topo vary a100x4 --seed 3 --faults 2 -o " + (dir_ / "w.json").string());
+  EXPECT_EQ(slurp(dir_ / "w.json"), slurp(dir_ / "v.json"));
+  EXPECT_EQ(again.out.substr(again.out.find('\n')), r.out.substr(r.out.find('\n')));
+  EXPECT_EQ(run("bound --topo " + (dir_ / "v.json").string() + " --sizes 1G").exit_code, 0);
+  const Result too_many = run("topo vary fullmesh2 --faults 2 -o " + (dir_ / "x.json").string());
+  EXPECT_EQ(too_many.exit_code, 2) << too_many.err;
+  EXPECT_NE(too_many.err.find("only 1 of 2 faults fit on fullmesh2"), std::string::npos)
+      << too_many.err;
+}
+
 TEST_F(Cli, BoundJsonMatchesTheLibrary) {
   const Result r = run("bound --topo a100x4 --sizes 1K:1G --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
