@@ -333,7 +333,7 @@ namespace {
 
 TEST(Compiler, PackCarriesEachRootsDataOverItsPackingsTrees) {
   const auto topo = topology("h100x4");
-  const Compilation c = compile_text("pipeline 8\npack over rails\ndirect over hosts\n",
+  const Compilation c = compile_text("channels 4\npipeline 8\npack over rails\ndirect over hosts\n",
                                      "pack.ofl", topo);
   expect_verified(c.schedule, topo);
   // The rails' packing is the cut bound's rate: the schedule comes within 3% of the bound.
