@@ -11,7 +11,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 printf '%-16s %8s %-10s %10s %10s\n' topology pipeline model "64M" "1G"
 for topo in "${topologies[@]}"; do
-  for pipeline in 8 16 32; do
+  for pipeline in 16 32 64; do
     printf 'pipeline %d\npack over all\n' "$pipeline" > "$dir/pack.ofl"
     "$optiflow" compile "$dir/pack.ofl" --topo "$topo" -o "$dir/pack.json" > /dev/null
     for model in alpha-beta flow; do

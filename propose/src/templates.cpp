@@ -265,7 +265,7 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
   // The throughput-optimal tree packing (topology/tree_packing.hpp), whole or across the rails.
   if (static_cast<std::size_t>(s.ranks) <= topology::kMaxPackingMembers) {
     out.push_back("pipeline 16\npack over all\n");
-    out.push_back("pipeline 32\npack over all\n");
+    out.push_back("pipeline 64\npack over all\n");
   }
   if (s.hosts > 1 && s.per_host > 1)
     out.push_back("channels 4\npipeline 8\npack over rails\ndirect over hosts\n");
