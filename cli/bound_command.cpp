@@ -23,11 +23,16 @@ struct BoundArgs {
 };
 
 nlohmann::json cut_json(const topology::Topology& topo, const topology::PhaseBound& phase) {
+  nlohmann::json path_latency;
+  for (topology::Protocol p : topology::kProtocols)
+    path_latency[std::string(topology::to_string(p))] =
+        phase.path_latency_us(topology::protocol_costs(topo, p));
   return {{"gpus_inside", phase.cut.gpus_inside},
           {"ranks_inside", topology::describe_gpus(topo, phase.cut.inside)},
           {"out_bw_GBps", phase.cut.out_bw_GBps},
           {"min_alpha_us", phase.cut.min_alpha_us},
-          {"latency_us", phase.latency_us}};
+          {"latency_us", phase.latency_us},
+          {"path_latency_us", path_latency}};
 }
 
 void run_bound(const BoundArgs& args) {
@@ -64,11 +69,14 @@ void run_bound(const BoundArgs& args) {
   for (const auto& phase : bound.phases())
     std::cout << strprintf(
         "  bottleneck: data of %s leaves through %s GB/s (%s of %d GPUs); "
-        "latency bound %s us\n",
+        "worst path %s us of alpha, %s us with LL's step latency\n",
         topology::describe_gpus(topo, phase.cut.inside).c_str(),
         compact_number(phase.cut.out_bw_GBps).c_str(),
         std::to_string(phase.cut.gpus_inside).c_str(), topo.rank_count(),
-        compact_number(phase.latency_us).c_str());
+        compact_number(phase.latency_us).c_str(),
+        compact_number(
+            phase.path_latency_us(topology::protocol_costs(topo, topology::Protocol::ll)))
+            .c_str());
   std::cout << strprintf("\n%10s %14s %14s %12s %12s\n", "size", "time_us", "bw-term_us",
                          "algbw GB/s", "busbw GB/s");
   for (auto size : sizes) {

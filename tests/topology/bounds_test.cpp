@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 
 #include "optiflow/support/error.hpp"
@@ -171,6 +173,32 @@ TEST(LowerBound, LargeSizesAreBandwidthBoundUnderSimple) {
   EXPECT_NEAR(at.time_us,
               simple.launch_us + 1.0 + simple.step_latency(HopClass::nvlink) + at.bandwidth_us,
               1e-9 * at.time_us);
+}
+
+// Data that must cross the network pays the network's step latency: on a100x4 every pair of
+// hosts is joined only through InfiniBand, and the bottleneck cut is a host's NICs.
+TEST(LowerBound, DataThatMustCrossTheNetworkPaysItsStepLatency) {
+  const auto bound = LowerBound::compute(make_a100(4), support::Collective::all_gather);
+  const ProtocolCosts& ll = protocol_costs(Protocol::ll);
+  EXPECT_NEAR(bound.at(8).time_us, ll.launch_us + ll.step_latency(HopClass::net), 1e-3);
+  const ProtocolCosts& simple = protocol_costs(Protocol::simple);
+  const auto at = bound.at(kGiB);
+  EXPECT_NEAR(at.time_us, simple.launch_us + simple.step_latency(HopClass::net) + at.bandwidth_us,
+              1e-9 * at.time_us);
+  // One host alone needs no network: NVLink's step latency.
+  const auto one_host = LowerBound::compute(make_a100(1), support::Collective::all_gather);
+  EXPECT_NEAR(one_host.at(8).time_us, ll.launch_us + ll.step_latency(HopClass::nvlink), 1e-3);
+}
+
+// A pair's least latency over each class of path: the ring's 4 hops of NVLink for the
+// farthest pair; on a100x2 two GPUs of different hosts have no path without InfiniBand.
+TEST(LowerBound, PairLatenciesAreByTheHighestClassAPathCrosses) {
+  const auto ring = pair_class_alphas(make_ring(8));
+  EXPECT_EQ(ring.back(), (ClassAlphas{4, 4, 4}));
+  const auto a100 = pair_class_alphas(make_a100(2));
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_NE(std::find(a100.begin(), a100.end(), ClassAlphas{inf, inf, 0}), a100.end());
+  EXPECT_NE(std::find(a100.begin(), a100.end(), ClassAlphas{0, 0, 0}), a100.end());
 }
 
 TEST(LowerBound, DisconnectedGpusAreAnError) {

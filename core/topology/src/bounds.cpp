@@ -93,23 +93,33 @@ class FlowNetwork {
   std::vector<FlowEdge> source_edges_;
 };
 
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+std::size_t class_of(const Topology& topology, LinkId link) {
+  return static_cast<std::size_t>(hop_class(topology, std::span<const LinkId>(&link, 1)));
+}
+
 // The figures of a cut, measured on the topology itself (in the chosen direction).
 BottleneckCut describe_cut(const Topology& topology, const std::vector<bool>& inside,
                            bool reversed) {
   BottleneckCut cut;
-  cut.min_alpha_us = std::numeric_limits<double>::infinity();
+  cut.min_alpha_us = kInfinity;
+  cut.min_alpha_by_class.fill(kInfinity);
   for (NodeId n = 0; n < topology.node_count(); ++n) {
     if (!inside[n]) continue;
     cut.inside.push_back(n);
     if (topology.node(n).kind == NodeKind::gpu) ++cut.gpus_inside;
   }
-  for (const Link& link : topology.links()) {
+  for (LinkId id = 0; id < topology.link_count(); ++id) {
+    const Link& link = topology.link(id);
     const NodeId from = reversed ? link.dst : link.src;
     const NodeId to = reversed ? link.src : link.dst;
-    if (inside[from] && !inside[to]) {
-      cut.out_bw_GBps += link.bw_GBps;
-      cut.min_alpha_us = std::min(cut.min_alpha_us, link.alpha_us);
-    }
+    if (!inside[from] || inside[to]) continue;
+    const std::size_t k = class_of(topology, id);
+    cut.out_bw_GBps += link.bw_GBps;
+    cut.out_bw_by_class[k] += link.bw_GBps;
+    cut.min_alpha_us = std::min(cut.min_alpha_us, link.alpha_us);
+    cut.min_alpha_by_class[k] = std::min(cut.min_alpha_by_class[k], link.alpha_us);
   }
   if (cut.out_bw_GBps == 0) cut.min_alpha_us = 0;
   return cut;
@@ -180,24 +190,84 @@ BottleneckCut bottleneck_cut(const Topology& topology, bool reversed) {
   return cut;
 }
 
-double latency_bound_us(const Topology& topology) {
-  const auto& graph = topology.graph();
-  const std::size_t nodes = topology.node_count();
-  std::vector<double> alpha(topology.link_count());
-  for (LinkId id = 0; id < topology.link_count(); ++id) alpha[id] = topology.link(id).alpha_us;
-  auto weight = boost::make_function_property_map<Topology::Graph::edge_descriptor>(
-      [&](const Topology::Graph::edge_descriptor& e) { return alpha[graph[e].link]; });
+namespace {
 
-  double worst = 0;
-  std::vector<double> distance(nodes);
-  for (NodeId from : topology.gpus_by_rank()) {
+// Least total alpha from `from` to every node over the links that `allowed` admits.
+class AlphaDistances {
+ public:
+  explicit AlphaDistances(const Topology& topology)
+      : topology_(topology), distance_(topology.node_count()) {}
+
+  template <typename Allowed>
+  const std::vector<double>& from(NodeId source, Allowed&& allowed) {
+    const auto& graph = topology_.graph();
+    auto weight = boost::make_function_property_map<Topology::Graph::edge_descriptor>(
+        [&](const Topology::Graph::edge_descriptor& e) {
+          const LinkId link = graph[e].link;
+          return allowed(link) ? topology_.link(link).alpha_us : kInfinity;
+        });
     boost::dijkstra_shortest_paths(
-        graph, from,
-        boost::weight_map(weight).distance_map(boost::make_iterator_property_map(
-            distance.begin(), boost::get(boost::vertex_index, graph))));
+        graph, source,
+        boost::weight_map(weight)
+            .distance_map(boost::make_iterator_property_map(distance_.begin(),
+                                                            boost::get(boost::vertex_index, graph)))
+            .distance_inf(kInfinity));
+    return distance_;
+  }
+
+ private:
+  const Topology& topology_;
+  std::vector<double> distance_;
+};
+
+// The cheapest step latency of a transfer whose worst link is of class k: one of class k or
+// higher. (The table's latencies rise with the class, but a protocol row need not.)
+std::array<double, kHopClasses> step_latency_from_class(const ProtocolCosts& protocol) {
+  std::array<double, kHopClasses> least{};
+  double running = kInfinity;
+  for (std::size_t k = kHopClasses; k-- > 0;)
+    least[k] = running = std::min(running, protocol.step_latency_us[k]);
+  return least;
+}
+
+std::array<double, kHopClasses> share_from_class(const ProtocolCosts& protocol) {
+  std::array<double, kHopClasses> best{};
+  double running = 0;
+  for (std::size_t k = kHopClasses; k-- > 0;)
+    best[k] = running = std::max(running, protocol.data_share[k]);
+  return best;
+}
+
+}  // namespace
+
+double latency_bound_us(const Topology& topology) {
+  AlphaDistances distances(topology);
+  double worst = 0;
+  for (NodeId from : topology.gpus_by_rank()) {
+    const auto& distance = distances.from(from, [](LinkId) { return true; });
     for (NodeId to : topology.gpus_by_rank()) worst = std::max(worst, distance[to]);
   }
   return worst;
+}
+
+std::vector<ClassAlphas> pair_class_alphas(const Topology& topology) {
+  std::vector<std::size_t> link_class(topology.link_count());
+  for (LinkId id = 0; id < topology.link_count(); ++id) link_class[id] = class_of(topology, id);
+  AlphaDistances distances(topology);
+  const auto gpus = topology.gpus_by_rank();
+  std::vector<ClassAlphas> pairs;
+  std::vector<ClassAlphas> from_u(gpus.size());
+  for (NodeId u : gpus) {
+    for (std::size_t k = 0; k < kHopClasses; ++k) {
+      const auto& distance = distances.from(u, [&](LinkId l) { return link_class[l] <= k; });
+      for (std::size_t v = 0; v < gpus.size(); ++v) from_u[v][k] = distance[gpus[v]];
+    }
+    for (std::size_t v = 0; v < gpus.size(); ++v)
+      if (gpus[v] != u) pairs.push_back(from_u[v]);
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  }
+  return pairs;
 }
 
 double PhaseBound::bandwidth_us(std::uint64_t size_bytes) const {
@@ -206,12 +276,32 @@ double PhaseBound::bandwidth_us(std::uint64_t size_bytes) const {
   return support::transfer_us(bytes_out, cut.out_bw_GBps);
 }
 
+double PhaseBound::path_latency_us(const ProtocolCosts& protocol) const {
+  if (ranks < 2) return 0;
+  const auto step = step_latency_from_class(protocol);
+  double worst = 0;
+  for (const ClassAlphas& alphas : pair_alphas) {
+    double least = kInfinity;
+    for (std::size_t k = 0; k < kHopClasses; ++k) least = std::min(least, alphas[k] + step[k]);
+    worst = std::max(worst, least);
+  }
+  return worst;
+}
+
 double PhaseBound::time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const {
   if (ranks < 2) return 0;
-  const double step_us = std::ranges::min(protocol.step_latency_us);
-  const double share = std::ranges::max(protocol.data_share);
-  return std::max(latency_us + step_us,
-                  cut.min_alpha_us + step_us + bandwidth_us(size_bytes) / share);
+  const auto step = step_latency_from_class(protocol);
+  const auto share = share_from_class(protocol);
+  double cut_latency_us = kInfinity, data_rate_GBps = 0;
+  for (std::size_t k = 0; k < kHopClasses; ++k) {
+    if (cut.out_bw_by_class[k] <= 0) continue;
+    cut_latency_us = std::min(cut_latency_us, cut.min_alpha_by_class[k] + step[k]);
+    data_rate_GBps += cut.out_bw_by_class[k] * share[k];
+  }
+  if (data_rate_GBps <= 0) return path_latency_us(protocol);
+  const double bytes_out = static_cast<double>(size_bytes) / ranks * cut.gpus_inside;
+  return std::max(path_latency_us(protocol),
+                  cut_latency_us + support::transfer_us(bytes_out, data_rate_GBps));
 }
 
 LowerBound LowerBound::compute(const Topology& topology, support::Collective collective) {
@@ -221,8 +311,10 @@ LowerBound LowerBound::compute(const Topology& topology, support::Collective col
   for (Protocol protocol : kProtocols)
     bound.costs_[static_cast<std::size_t>(protocol)] = protocol_costs(topology, protocol);
   const double latency = latency_bound_us(topology);
+  // Reversing every link maps the ordered pairs onto each other: the same distinct set.
+  const std::vector<ClassAlphas> pairs = pair_class_alphas(topology);
   auto phase = [&](bool reversed) {
-    return PhaseBound{bottleneck_cut(topology, reversed), bound.ranks_, latency};
+    return PhaseBound{bottleneck_cut(topology, reversed), bound.ranks_, latency, pairs};
   };
   switch (collective) {
     case support::Collective::all_gather:
@@ -256,8 +348,7 @@ BoundAtSize LowerBound::at(std::uint64_t size_bytes) const {
     result.time_us = time_us;
     result.protocol = protocol;
     result.latency_us = costs.launch_us;
-    for (const PhaseBound& p : phases_)
-      result.latency_us += p.latency_us + std::ranges::min(costs.step_latency_us);
+    for (const PhaseBound& p : phases_) result.latency_us += p.path_latency_us(costs);
   }
   for (const PhaseBound& p : phases_) result.bandwidth_us += p.bandwidth_us(size_bytes);
   if (result.time_us > 0) {

@@ -2,6 +2,11 @@
 // cost model's protocols (protocol.hpp): whichever protocol a schedule runs with, it pays that
 // protocol's launch cost, at least one step latency, and moves data at most at its share of
 // the links' bandwidth, so the bound is the lowest over protocols.
+//
+// Step latencies depend on the class of hardware a transfer crosses (NVLink, PCI, network),
+// and a transfer is at least of the class of each of its links. So data that must cross an
+// InfiniBand link pays at least the network's step latency, not NVLink's: both terms below
+// count the class of the links the data cannot avoid.
 #pragma once
 
 #include <array>
@@ -22,18 +27,34 @@ struct BottleneckCut {
   int gpus_inside = 0;         ///< |GPUs in X|
   double out_bw_GBps = 0;      ///< total bandwidth of the links leaving X
   double min_alpha_us = 0;     ///< smallest latency among those links
+  /// The same two figures per class of those links (HopClass; alpha infinite where none).
+  std::array<double, kHopClasses> out_bw_by_class{};
+  std::array<double, kHopClasses> min_alpha_by_class{};
 };
+
+/// The least total alpha of a path from one GPU to another, per class k: over the paths whose
+/// links are all of class k or lower (infinite where there is none). Data on a path whose worst
+/// link is of class k pays at least one step latency of class k or higher.
+using ClassAlphas = std::array<double, kHopClasses>;
 
 /// One phase's bound as a function of the buffer size S (bytes).
 struct PhaseBound {
   BottleneckCut cut;
   int ranks = 0;
   double latency_us = 0;  ///< max over GPU pairs of the lowest-alpha path between them
+  /// The distinct ClassAlphas of all ordered GPU pairs.
+  std::vector<ClassAlphas> pair_alphas;
 
   /// Bandwidth term: (S/N) * gpus_inside / out_bw.
   double bandwidth_us(std::uint64_t size_bytes) const;
-  /// Under `protocol`, whose cheapest step latency l and data share f every transfer pays:
-  /// max(latency_us + l, min_alpha_us + l + bandwidth_us(S) / f); both are lower bounds.
+  /// Under `protocol`: max over GPU pairs of the least alpha plus step latency that a path
+  /// between them pays (min over k of alphas[k] + the cheapest step latency of class >= k).
+  double path_latency_us(const ProtocolCosts& protocol) const;
+  /// Under `protocol`: max(path_latency_us, cut latency + the cut's bytes / its data rate),
+  /// where a cut link of class k carries data at its bandwidth times the best share of class
+  /// >= k, and the cut latency is the least alpha plus step latency of class >= k over the cut
+  /// links. Both are lower bounds: the last transfer over the busiest cut link starts only
+  /// after that link has moved everything else, and arrives a latency later.
   double time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const;
 };
 
@@ -81,5 +102,8 @@ BottleneckCut bottleneck_cut(const Topology& topology, bool reversed);
 
 /// max over ordered GPU pairs (u, v) of the smallest total alpha of a path u -> v.
 double latency_bound_us(const Topology& topology);
+
+/// The distinct ClassAlphas over ordered GPU pairs, sorted.
+std::vector<ClassAlphas> pair_class_alphas(const Topology& topology);
 
 }  // namespace optiflow::topology
