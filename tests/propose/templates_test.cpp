@@ -62,7 +62,8 @@ TEST(TemplatesTest, NoTemplateBeatsTheLowerBound) {
     ProposalContext context;
     context.topology = &topo;
     for (const auto collective :
-         {support::Collective::all_gather, support::Collective::reduce_scatter}) {
+         {support::Collective::all_gather, support::Collective::reduce_scatter,
+          support::Collective::all_reduce}) {
       const auto bound = topology::LowerBound::compute(topo, collective);
       compiler::CompileOptions options;
       options.collective = collective;

@@ -288,20 +288,21 @@ double PhaseBound::path_latency_us(const ProtocolCosts& protocol) const {
   return worst;
 }
 
-double PhaseBound::time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const {
-  if (ranks < 2) return 0;
+double PhaseBound::cut_latency_us(const ProtocolCosts& protocol) const {
   const auto step = step_latency_from_class(protocol);
+  double least = kInfinity;
+  for (std::size_t k = 0; k < kHopClasses; ++k)
+    if (cut.out_bw_by_class[k] > 0) least = std::min(least, cut.min_alpha_by_class[k] + step[k]);
+  return least;
+}
+
+double PhaseBound::cut_data_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const {
+  if (ranks < 2) return 0;
   const auto share = share_from_class(protocol);
-  double cut_latency_us = kInfinity, data_rate_GBps = 0;
-  for (std::size_t k = 0; k < kHopClasses; ++k) {
-    if (cut.out_bw_by_class[k] <= 0) continue;
-    cut_latency_us = std::min(cut_latency_us, cut.min_alpha_by_class[k] + step[k]);
-    data_rate_GBps += cut.out_bw_by_class[k] * share[k];
-  }
-  if (data_rate_GBps <= 0) return path_latency_us(protocol);
+  double data_rate_GBps = 0;
+  for (std::size_t k = 0; k < kHopClasses; ++k) data_rate_GBps += cut.out_bw_by_class[k] * share[k];
   const double bytes_out = static_cast<double>(size_bytes) / ranks * cut.gpus_inside;
-  return std::max(path_latency_us(protocol),
-                  cut_latency_us + support::transfer_us(bytes_out, data_rate_GBps));
+  return support::transfer_us(bytes_out, data_rate_GBps);
 }
 
 LowerBound LowerBound::compute(const Topology& topology, support::Collective collective) {
@@ -342,13 +343,17 @@ BoundAtSize LowerBound::at(std::uint64_t size_bytes) const {
   result.time_us = std::numeric_limits<double>::infinity();
   for (Protocol protocol : kProtocols) {
     const ProtocolCosts& costs = costs_[static_cast<std::size_t>(protocol)];
-    double time_us = costs.launch_us;
-    for (const PhaseBound& p : phases_) time_us += p.time_us(size_bytes, costs);
+    double path_us = 0, cut_latency_us = kInfinity, data_us = 0;
+    for (const PhaseBound& p : phases_) {
+      path_us = std::max(path_us, p.path_latency_us(costs));
+      cut_latency_us = std::min(cut_latency_us, p.cut_latency_us(costs));
+      data_us += p.cut_data_us(size_bytes, costs);
+    }
+    const double time_us = costs.launch_us + std::max(path_us, cut_latency_us + data_us);
     if (time_us >= result.time_us) continue;
     result.time_us = time_us;
     result.protocol = protocol;
-    result.latency_us = costs.launch_us;
-    for (const PhaseBound& p : phases_) result.latency_us += p.path_latency_us(costs);
+    result.latency_us = costs.launch_us + std::max(path_us, cut_latency_us);
   }
   for (const PhaseBound& p : phases_) result.bandwidth_us += p.bandwidth_us(size_bytes);
   if (result.time_us > 0) {

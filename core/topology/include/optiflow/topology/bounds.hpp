@@ -50,12 +50,12 @@ struct PhaseBound {
   /// Under `protocol`: max over GPU pairs of the least alpha plus step latency that a path
   /// between them pays (min over k of alphas[k] + the cheapest step latency of class >= k).
   double path_latency_us(const ProtocolCosts& protocol) const;
-  /// Under `protocol`: max(path_latency_us, cut latency + the cut's bytes / its data rate),
-  /// where a cut link of class k carries data at its bandwidth times the best share of class
-  /// >= k, and the cut latency is the least alpha plus step latency of class >= k over the cut
-  /// links. Both are lower bounds: the last transfer over the busiest cut link starts only
-  /// after that link has moved everything else, and arrives a latency later.
-  double time_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const;
+  /// Under `protocol`: the least alpha plus step latency of class >= k over the cut links
+  /// (k: each link's class).
+  double cut_latency_us(const ProtocolCosts& protocol) const;
+  /// Under `protocol`: the cut's bytes over its data rate, where a cut link of class k carries
+  /// data at its bandwidth times the best share of class >= k.
+  double cut_data_us(std::uint64_t size_bytes, const ProtocolCosts& protocol) const;
 };
 
 /// The bound at one buffer size, with the algbw/busbw it caps (nccl-tests conventions).
@@ -72,7 +72,11 @@ struct BoundAtSize {
 /// A lower bound for one topology and collective, computed once and evaluated at any size.
 /// All-Gather: the cut bound above (exact, via max-flow, not by enumerating sets).
 /// Reduce-Scatter: the All-Gather bound of the reversed topology (its time-reversed mirror).
-/// All-Reduce: Reduce-Scatter plus All-Gather, the bound for RS-then-AG schedules.
+/// All-Reduce: the data of both (Reduce-Scatter's, then All-Gather's) over their cuts, after
+/// one cut latency: a pipelined All-Reduce overlaps the two phases' latencies, not their data.
+/// Under each protocol: launch + max(path latency, cut latency + the phases' cut data), the
+/// last transfer over the busiest cut link starting only after that link has moved everything
+/// else, and arriving a latency later.
 /// S is the per-rank output (All-Gather) or input (Reduce-Scatter) buffer, or the All-Reduce
 /// buffer. Throws support::UnsupportedError for a collective other than these three, and when
 /// some GPU cannot reach another (no finite bound; located at the topology's links).
