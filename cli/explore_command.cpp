@@ -13,6 +13,7 @@
 #include "hw_measure.hpp"
 #include "inputs.hpp"
 #include "measured_runs.hpp"
+#include "optiflow/baselines/baseline.hpp"
 #include "optiflow/db/store.hpp"
 #include "optiflow/explore/explore.hpp"
 #include "optiflow/hw_runner/nccl_backend.hpp"
@@ -62,6 +63,7 @@ struct LlmFlags {
 struct ExploreArgs {
   explore::ExploreOptions options;
   std::string collective = "allgather", sizes = support::kDefaultSizes;
+  std::string floor = "nccl,forestcoll";
   std::int64_t resume = 0;
   std::string hw;  ///< --hw backend; empty: simulate only
   int hw_iters = 20;
@@ -137,8 +139,11 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
     if (!hw.empty())
       std::cout << (w.measured_time_us > 0 ? strprintf(" %10.2f us", w.measured_time_us)
                                            : strprintf(" %13s", "-"));
-    std::cout << strprintf("  #%lld %s\n", static_cast<long long>(w.program_id),
-                           short_program(w.program_source).c_str());
+    if (w.baseline.empty())
+      std::cout << strprintf("  #%lld %s\n", static_cast<long long>(w.program_id),
+                             short_program(w.program_source).c_str());
+    else
+      std::cout << strprintf("  baseline %s (no program beat it here)\n", w.baseline.c_str());
   }
   std::cout << "\nx bound: time / lower bound (1 = the network's limit); vs nccl: speed-up over "
                "what NCCL's tuner\n"
@@ -154,6 +159,8 @@ void print_result(const explore::ExploreResult& r, const std::string& collective
               << " measured points; optiflow fidelity): " << fidelity_summary(*r.hw_fidelity)
               << "\n";
   if (!r.nccl_missing.empty()) std::cout << "no NCCL column: " << r.nccl_missing << "\n";
+  for (const std::string& missing : r.floor_missing)
+    std::cout << "not in the floor: " << missing << "\n";
   if (!r.winners.empty())
     std::cout
         << "schedules: "
@@ -225,9 +232,28 @@ void set_up_measurement(ExploreArgs& args, const std::filesystem::path& work) {
   };
 }
 
+// --floor: `none`, or baselines by name (`nccl` stands for each of NCCL's algorithms).
+std::vector<std::string> parse_floor(const std::string& text) {
+  if (text == "none") return {};
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, end - start);
+    if (name != "nccl" && !baselines::is_baseline(name))
+      throw support::OptionError("floor", "no baseline named '" + name +
+                                              "'; use none or some of nccl, " +
+                                              baselines::baseline_list());
+    names.push_back(name);
+    start = end + 1;
+  }
+  return names;
+}
+
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
+  args.options.floor = parse_floor(args.floor);
   if (args.resume > 0) args.options.resume = args.resume;
   if (uses_model(args.options.proposer)) args.model_settings();  // bad ones fail before the run
   WorkDir work;
@@ -319,6 +345,10 @@ void add_explore_command(CLI::App& app) {
   cmd->add_option("--out", args->options.out_dir, "where the winners' schedules go")
       ->capture_default_str();
   cmd->add_option("--threads", args->options.threads, "worker threads (0: all cores)");
+  cmd->add_option("--floor", args->floor,
+                  "baselines whose schedules hold each size until a program beats them (none, "
+                  "or names as optiflow baseline takes them; nccl: each of its algorithms)")
+      ->capture_default_str();
   const char* hw = "Hardware (docs/explore.md)";
   cmd->add_option("--hw", args->hw,
                   "mpi | nccl: also run the best candidates of each batch for real; measured "

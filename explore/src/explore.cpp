@@ -3,12 +3,15 @@
 // whatever the thread count.
 #include "optiflow/explore/explore.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
 #include "batch_evaluator.hpp"
 #include "hw_measurements.hpp"
+#include "optiflow/baselines/baseline.hpp"
 #include "optiflow/explore/sweep.hpp"
+#include "optiflow/support/error.hpp"
 #include "optiflow/topology/topology_io.hpp"
 #include "program_database.hpp"
 #include "proposal_feed.hpp"
@@ -21,6 +24,13 @@ namespace {
 constexpr std::size_t kIslands = 4;
 constexpr std::size_t kPerIsland = 8;
 constexpr std::int64_t kMigrateEvery = 4;  // iterations
+
+// The baselines a floor name stands for: `nccl` is each of NCCL's algorithms (its tuner picks
+// one per size by its own model; the floor keeps the fastest simulated).
+std::vector<std::string> floor_baselines(const std::string& name) {
+  if (name == "nccl") return {"nccl-ring", "nccl-tree", "nccl-pat"};
+  return {name};
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -52,6 +62,7 @@ class Exploration {
     }
     feed_ =
         std::make_unique<ProposalFeed>(*proposer_, population_, winners_, topology_, options_.seed);
+    build_floor();
   }
 
   ExploreResult run() {
@@ -86,6 +97,41 @@ class Exploration {
     } catch (const propose::ProposerError& e) {
       failure_ = e.what();
     }
+  }
+
+  // Each baseline of the floor holds the sizes where it is the fastest so far. A floor name
+  // none of whose baselines builds here (a collective or a shape they do not take) is left
+  // out, saying why.
+  void build_floor() {
+    for (const std::string& name : options_.floor) {
+      std::string why;
+      bool built = false;
+      for (const std::string& baseline : floor_baselines(name)) {
+        try {
+          offer(baseline);
+          built = true;
+        } catch (const support::InputError& e) {
+          if (why.empty()) why = e.what();
+        } catch (const support::UnsupportedError& e) {
+          if (why.empty()) why = e.what();
+        }
+      }
+      if (!built) floor_missing_.push_back(name + ": " + why);
+    }
+  }
+
+  void offer(const std::string& baseline) {
+    baselines::BaselineRun run =
+        baselines::run_baseline(baseline, topology_, options_.collective, reference_.sizes);
+    std::vector<support::SizeResult> results;
+    for (std::uint64_t size : reference_.sizes) {
+      const auto row = std::find_if(run.rows.begin(), run.rows.end(),
+                                    [&](const auto& r) { return r.size_bytes == size; });
+      if (row == run.rows.end())
+        throw std::logic_error("baseline " + baseline + " has no row for a size of the run");
+      results.push_back(row->sim);
+    }
+    winners_.offer_baseline(baseline, std::move(run.schedule), results);
   }
 
   bool out_of_time() const {
@@ -156,6 +202,7 @@ class Exploration {
     result.measure_failed = hw_.failed();
     if (hw_.active()) result.hw_fidelity = hw_.fidelity();
     result.nccl_missing = reference_.nccl_missing;
+    result.floor_missing = floor_missing_;
     result.stop_reason = feed_->stop_reason();
     result.failure = failure_;
     result.winners = winners_.write(options_.out_dir, topology_, options_.collective);
@@ -178,6 +225,7 @@ class Exploration {
   std::unique_ptr<ProposalFeed> feed_;
   std::int64_t evaluated_ = 0, compiled_ = 0;
   std::string failure_;
+  std::vector<std::string> floor_missing_;
 };
 
 }  // namespace

@@ -38,7 +38,9 @@ db::RunInfo run_info(const ExploreOptions& options, const topology::Topology& to
   info.budget = options.budget;
   info.host = hostname();
   info.git_revision = OPTIFLOW_GIT_REVISION;
-  nlohmann::json saved{{"topology", options.topology}, {"time_limit_s", options.time_limit_s}};
+  nlohmann::json saved{{"topology", options.topology},
+                       {"time_limit_s", options.time_limit_s},
+                       {"floor", options.floor}};
   if (measuring(options)) {
     saved["hw_backend"] = options.hw_backend;
     saved["hw_topk"] = options.hw_topk;
@@ -66,6 +68,7 @@ void RunRecord::resume(ExploreOptions& options) {
   options.budget = info->budget;
   options.seed = info->seed;
   options.proposer = info->proposer;
+  if (saved.contains("floor")) options.floor = saved.at("floor").get<std::vector<std::string>>();
   run_id_ = info->id;
   committed_ = store_.candidates(run_id_);
 }

@@ -34,15 +34,27 @@ void Winners::record(Candidate& c, std::int64_t program_id, const propose::Paren
   for (std::size_t s = 0; s < best_.size(); ++s)
     if (beats(s, c, hw)) {
       if (!kept) kept = std::make_shared<const schedule::Schedule>(std::move(c.compiled.schedule));
-      best_[s] = Best{c.simulated.results[s], program_id, parent, kept, hw ? (*hw)[s] : 0.0};
+      best_[s] = Best{c.simulated.results[s], program_id, parent, kept, hw ? (*hw)[s] : 0.0, {}};
     }
+}
+
+void Winners::offer_baseline(const std::string& name, schedule::Schedule schedule,
+                             const std::vector<support::SizeResult>& results) {
+  std::shared_ptr<const schedule::Schedule> kept;
+  for (std::size_t s = 0; s < best_.size(); ++s) {
+    const Best& best = best_[s];
+    if (best.simulated.time_us != 0 && results[s].time_us >= best.simulated.time_us) continue;
+    if (!kept) kept = std::make_shared<const schedule::Schedule>(std::move(schedule));
+    best_[s] = Best{results[s], 0, propose::Parent{}, kept, 0.0, name};
+    best_[s].simulated.bound_us = reference_.bound_us[s];
+  }
 }
 
 std::vector<propose::Parent> Winners::best_programs() const {
   std::vector<propose::Parent> best;
   std::vector<std::int64_t> ids;
   for (std::size_t s : {std::size_t{0}, best_.size() / 2, best_.size() - 1}) {
-    if (s >= best_.size() || best_[s].simulated.time_us == 0) continue;
+    if (s >= best_.size() || best_[s].program_id == 0) continue;  // none yet, or a baseline
     if (std::find(ids.begin(), ids.end(), best_[s].program_id) != ids.end()) continue;
     ids.push_back(best_[s].program_id);
     best.push_back(best_[s].parent);
@@ -89,6 +101,7 @@ SizeWinner Winners::winner_at(std::size_t s) const {
   w.simulated = best_[s].simulated;
   w.program_id = best_[s].program_id;
   w.program_source = best_[s].parent.source;
+  w.baseline = best_[s].baseline;
   w.measured_time_us = best_[s].measured_us;
   if (!reference_.nccl.empty()) w.nccl = reference_.nccl[s];
   return w;

@@ -25,6 +25,10 @@ class Winners {
   /// keeps its schedule (moved out of the candidate, the last to need it).
   void record(Candidate& c, std::int64_t program_id, const propose::Parent& parent,
               const std::vector<double>* hw);
+  /// Makes a baseline's schedule the winner at every size where it beats the winner so far
+  /// (its rows: one per size of the reference). Programs then have to beat it.
+  void offer_baseline(const std::string& name, schedule::Schedule schedule,
+                      const std::vector<support::SizeResult>& results);
   /// The distinct programs that win at some size, smallest size first (at most three).
   std::vector<propose::Parent> best_programs() const;
   /// Per size: the winner's busbw and time / bound; 0 where there is none yet.
@@ -40,6 +44,7 @@ class Winners {
     propose::Parent parent;  ///< its source and results, as proposers see them
     std::shared_ptr<const schedule::Schedule> schedule;
     double measured_us = 0;  ///< --hw: its measured time; 0 = not measured
+    std::string baseline;    ///< a baseline of the floor holds this size (program_id 0)
   };
 
   bool beats(std::size_t s, const Candidate& c, const std::vector<double>* hw) const;

@@ -142,6 +142,30 @@ TEST_F(Explore, KilledRunResumesWithoutLosingOrDuplicating) {
   EXPECT_EQ(store.run(1)->status, "finished");
 }
 
+// The baselines' schedules hold the sizes no program beats: one candidate ("ring over all",
+// one ring through the NICs) does not beat NCCL's rings at 1 GiB, so NCCL's ring holds it and
+// its schedule is what the run writes there. Without a floor, the program does.
+TEST_F(Explore, BaselinesHoldTheSizesNoProgramBeats) {
+  const std::string args = "explore --topo a100x2 --sizes 1G --budget 1 --threads 2 --db '" +
+                           (dir_ / "f.db").string() + "' --out '" + (dir_ / "winners").string() +
+                           "'";
+  std::string out;
+  ASSERT_EQ(run(args + " --floor nccl", &out), 0) << slurp(dir_ / "err");
+  EXPECT_NE(out.find("baseline nccl-ring (no program beat it here)"), std::string::npos) << out;
+  std::string schedule = slurp(dir_ / "winners" / "allgather-a100x2-1073741824.json");
+  EXPECT_NE(schedule.find("nccl"), std::string::npos) << schedule.substr(0, 200);
+  ASSERT_EQ(run("check '" + (dir_ / "winners" / "allgather-a100x2-1073741824.json").string() + "'"),
+            0);
+
+  ASSERT_EQ(run(args + " --floor none", &out), 0) << slurp(dir_ / "err");
+  EXPECT_EQ(out.find("baseline"), std::string::npos) << out;
+  EXPECT_NE(out.find("#1 ring over all"), std::string::npos) << out;
+
+  EXPECT_EQ(run(args + " --floor nccl,gossip"), 2);
+  EXPECT_NE(slurp(dir_ / "err").find("no baseline named 'gossip'"), std::string::npos)
+      << slurp(dir_ / "err");
+}
+
 TEST_F(Explore, BadOptionsFailCleanly) {
   EXPECT_EQ(
       run("explore --topo no-such-topology --budget 1 --db '" + (dir_ / "c.db").string() + "'"), 2);

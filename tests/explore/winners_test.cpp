@@ -90,6 +90,42 @@ TEST_F(WinnersTest, AMeasuredWinnerIsReplacedOnlyByAFasterMeasurement) {
   EXPECT_TRUE(winners_.improves_some_size(rd(), &faster_small));
 }
 
+// A baseline of the floor holds a size until a program beats it there; proposers are never
+// shown it as a program, and its schedule is written like a program's.
+TEST_F(WinnersTest, ABaselineHoldsASizeUntilAProgramBeatsIt) {
+  std::vector<support::SizeResult> baseline(2);
+  for (std::size_t s = 0; s < 2; ++s) {
+    baseline[s].size_bytes = reference_.sizes[s];
+    baseline[s].time_us = s == 0 ? 15 : 4500;
+  }
+  winners_.offer_baseline("nccl-ring", ring().compiled.schedule, baseline);
+  Candidate slower = simulated("c\n", {20, 4600}, reference_);
+  EXPECT_FALSE(winners_.improves_some_size(slower, nullptr));
+  Candidate faster_large = simulated("b\n", {20, 4000}, reference_);
+  faster_large.compiled.schedule = rd().compiled.schedule;  // what write() simulates
+  EXPECT_TRUE(winners_.improves_some_size(faster_large, nullptr));
+  winners_.record(faster_large, 2, parent(faster_large), nullptr);
+  // A slower baseline offered later takes nothing.
+  baseline[1].time_us = 4200;
+  winners_.offer_baseline("forestcoll", rd().compiled.schedule, baseline);
+
+  const auto best = winners_.best_programs();
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].source, "b\n");
+  winners_.record(ring(), 7, parent(ring()), nullptr);  // slower than both at 1 GiB
+  const auto written = winners_.write(out_.string(), topo_, support::Collective::all_gather);
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[1].program_id, 2);
+  EXPECT_TRUE(written[1].baseline.empty());
+  if (ring().simulated.results[0].time_us >= 15) {
+    EXPECT_EQ(written[0].baseline, "nccl-ring");
+    EXPECT_EQ(written[0].program_id, 0);
+    EXPECT_DOUBLE_EQ(written[0].simulated.time_us, 15);
+    EXPECT_DOUBLE_EQ(written[0].simulated.bound_us, reference_.bound_us[0]);
+    EXPECT_TRUE(fs::exists(written[0].schedule_path));
+  }
+}
+
 TEST_F(WinnersTest, WritesEachWinnersScheduleAndXmlAndItsFlowFigure) {
   winners_.record(ring(), 7, parent(ring()), nullptr);
   const auto written = winners_.write(out_.string(), topo_, support::Collective::all_gather);

@@ -29,6 +29,11 @@ struct ExploreOptions {
   std::optional<std::int64_t> resume;  ///< continue this run (its own options apply)
   std::string out_dir = "optiflow-out";
   unsigned threads = 0;  ///< 0 = all cores; results do not depend on it
+  /// Baselines whose schedules hold each size until a program beats them, so that the run's
+  /// winners are never behind them (`nccl`: each of NCCL's algorithms that builds here;
+  /// any name `optiflow baseline` takes). One that cannot be built here is left out, and
+  /// ExploreResult::floor_missing says why.
+  std::vector<std::string> floor = {"nccl", "forestcoll"};
   /// Asked after each batch: true ends the run there, as "interrupted" (resumable with
   /// `resume`); the GUI's stop button. Empty: never.
   std::function<bool()> should_stop;
@@ -50,8 +55,9 @@ struct ExploreOptions {
 /// The best schedule found for one size.
 struct SizeWinner {
   support::SizeResult simulated;  ///< in the alpha-beta model, with the bound at this size
-  std::int64_t program_id = 0;
+  std::int64_t program_id = 0;    ///< 0: a baseline of the floor, which no program beat here
   std::string program_source;
+  std::string baseline;        ///< the floor's baseline that holds this size; empty: a program
   double flow_busbw_GBps = 0;  ///< the same schedule in the flow model
   /// NCCL at this size: what its tuner picks, simulated in the same cost model; time 0 and no
   /// choice where the NCCL baseline does not build this collective.
@@ -74,6 +80,8 @@ struct ExploreResult {
   double seconds = 0;
   /// Why there is no NCCL column (the baseline does not build this collective); empty if there is.
   std::string nccl_missing;
+  /// The floor's baselines that were not built here, each with why.
+  std::vector<std::string> floor_missing;
   /// Why the run ended before its budget because the proposer stopped (a token or cost cap);
   /// empty otherwise.
   std::string stop_reason;
