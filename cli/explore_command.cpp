@@ -232,7 +232,7 @@ void set_up_measurement(ExploreArgs& args, const std::filesystem::path& work) {
   };
 }
 
-// --floor: `none`, or baselines by name (`nccl` stands for each of NCCL's algorithms).
+// --floor: `none`, or baselines by name.
 std::vector<std::string> parse_floor(const std::string& text) {
   if (text == "none") return {};
   std::vector<std::string> names;
@@ -347,7 +347,7 @@ void add_explore_command(CLI::App& app) {
   cmd->add_option("--threads", args->options.threads, "worker threads (0: all cores)");
   cmd->add_option("--floor", args->floor,
                   "baselines whose schedules hold each size until a program beats them (none, "
-                  "or names as optiflow baseline takes them; nccl: each of its algorithms)")
+                  "or names as optiflow baseline takes them)")
       ->capture_default_str();
   const char* hw = "Hardware (docs/explore.md)";
   cmd->add_option("--hw", args->hw,

@@ -25,13 +25,6 @@ constexpr std::size_t kIslands = 4;
 constexpr std::size_t kPerIsland = 8;
 constexpr std::int64_t kMigrateEvery = 4;  // iterations
 
-// The baselines a floor name stands for: `nccl` is each of NCCL's algorithms (its tuner picks
-// one per size by its own model; the floor keeps the fastest simulated).
-std::vector<std::string> floor_baselines(const std::string& name) {
-  if (name == "nccl") return {"nccl-ring", "nccl-tree", "nccl-pat"};
-  return {name};
-}
-
 using Clock = std::chrono::steady_clock;
 
 class Exploration {
@@ -99,39 +92,41 @@ class Exploration {
     }
   }
 
-  // Each baseline of the floor holds the sizes where it is the fastest so far. A floor name
-  // none of whose baselines builds here (a collective or a shape they do not take) is left
-  // out, saying why.
+  // Each baseline of the floor holds the sizes where it is the fastest so far; one that does
+  // not build here (a collective or a shape it does not take) is left out, saying why. NCCL's
+  // is the reference's, already built.
   void build_floor() {
     for (const std::string& name : options_.floor) {
-      std::string why;
-      bool built = false;
-      for (const std::string& baseline : floor_baselines(name)) {
-        try {
-          offer(baseline);
-          built = true;
-        } catch (const support::InputError& e) {
-          if (why.empty()) why = e.what();
-        } catch (const support::UnsupportedError& e) {
-          if (why.empty()) why = e.what();
-        }
+      if (name == "nccl") {
+        if (reference_.nccl_schedule)
+          winners_.offer_baseline(name, reference_.nccl_schedule, reference_.nccl_results);
+        else
+          floor_missing_.push_back(name + ": " + reference_.nccl_missing);
+        continue;
       }
-      if (!built) floor_missing_.push_back(name + ": " + why);
+      try {
+        offer(name);
+      } catch (const support::InputError& e) {
+        floor_missing_.push_back(name + ": " + e.what());
+      } catch (const support::UnsupportedError& e) {
+        floor_missing_.push_back(name + ": " + e.what());
+      }
     }
   }
 
-  void offer(const std::string& baseline) {
+  void offer(const std::string& name) {
     baselines::BaselineRun run =
-        baselines::run_baseline(baseline, topology_, options_.collective, reference_.sizes);
+        baselines::run_baseline(name, topology_, options_.collective, reference_.sizes);
     std::vector<support::SizeResult> results;
     for (std::uint64_t size : reference_.sizes) {
       const auto row = std::find_if(run.rows.begin(), run.rows.end(),
                                     [&](const auto& r) { return r.size_bytes == size; });
       if (row == run.rows.end())
-        throw std::logic_error("baseline " + baseline + " has no row for a size of the run");
+        throw std::logic_error("baseline " + name + " has no row for a size of the run");
       results.push_back(row->sim);
     }
-    winners_.offer_baseline(baseline, std::move(run.schedule), results);
+    winners_.offer_baseline(
+        name, std::make_shared<const schedule::Schedule>(std::move(run.schedule)), results);
   }
 
   bool out_of_time() const {

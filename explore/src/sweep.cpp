@@ -12,19 +12,13 @@
 namespace optiflow::explore {
 namespace {
 
-// NCCL's tuner's pick at each size; its rows are by ascending size, without repeats.
-std::vector<propose::NcclAtSize> nccl_picks(const baselines::BaselineRun& nccl,
-                                            const std::vector<std::uint64_t>& sizes) {
-  std::vector<propose::NcclAtSize> picks;
-  for (std::uint64_t size : sizes) {
-    const auto row = std::find_if(nccl.rows.begin(), nccl.rows.end(),
-                                  [&](const auto& r) { return r.size_bytes == size; });
-    if (row == nccl.rows.end())
-      throw std::logic_error("the NCCL baseline has no row for a size of the study");
-    picks.push_back(propose::NcclAtSize{
-        row->sim.time_us, row->algorithm + "/" + std::string(topology::to_string(row->protocol))});
-  }
-  return picks;
+// The NCCL baseline's row for `size`; its rows are by ascending size, without repeats.
+const baselines::BaselineRow& row_at(const baselines::BaselineRun& nccl, std::uint64_t size) {
+  const auto row = std::find_if(nccl.rows.begin(), nccl.rows.end(),
+                                [&](const auto& r) { return r.size_bytes == size; });
+  if (row == nccl.rows.end())
+    throw std::logic_error("the NCCL baseline has no row for a size of the study");
+  return *row;
 }
 
 }  // namespace
@@ -36,8 +30,18 @@ Reference Reference::compute(const topology::Topology& topology, support::Collec
   const auto bound = topology::LowerBound::compute(topology, collective);
   for (std::uint64_t size : ref.sizes) ref.bound_us.push_back(bound.at(size).time_us);
   try {
-    ref.nccl = nccl_picks(baselines::run_baseline("nccl", topology, collective, ref.sizes, options),
-                          ref.sizes);
+    baselines::BaselineRun nccl =
+        baselines::run_baseline("nccl", topology, collective, ref.sizes, options);
+    for (std::uint64_t size : ref.sizes) {
+      const baselines::BaselineRow& row = row_at(nccl, size);
+      ref.nccl.push_back(propose::NcclAtSize{
+          row.sim.time_us, row.algorithm + "/" + std::string(topology::to_string(row.protocol))});
+      // The schedule is the largest size's algorithm: it stands for the sizes that run it.
+      ref.nccl_results.push_back(row.algorithm == nccl.rows.back().algorithm
+                                     ? static_cast<const support::SizeResult&>(row.sim)
+                                     : support::SizeResult{});
+    }
+    ref.nccl_schedule = std::make_shared<const schedule::Schedule>(std::move(nccl.schedule));
   } catch (const support::UnsupportedError& e) {
     ref.nccl_missing = e.what();
   }

@@ -38,14 +38,14 @@ void Winners::record(Candidate& c, std::int64_t program_id, const propose::Paren
     }
 }
 
-void Winners::offer_baseline(const std::string& name, schedule::Schedule schedule,
+void Winners::offer_baseline(const std::string& name,
+                             std::shared_ptr<const schedule::Schedule> schedule,
                              const std::vector<support::SizeResult>& results) {
-  std::shared_ptr<const schedule::Schedule> kept;
   for (std::size_t s = 0; s < best_.size(); ++s) {
     const Best& best = best_[s];
+    if (results[s].time_us == 0) continue;
     if (best.simulated.time_us != 0 && results[s].time_us >= best.simulated.time_us) continue;
-    if (!kept) kept = std::make_shared<const schedule::Schedule>(std::move(schedule));
-    best_[s] = Best{results[s], 0, propose::Parent{}, kept, 0.0, name};
+    best_[s] = Best{results[s], 0, propose::Parent{}, schedule, 0.0, name};
     best_[s].simulated.bound_us = reference_.bound_us[s];
   }
 }

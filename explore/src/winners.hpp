@@ -26,8 +26,9 @@ class Winners {
   void record(Candidate& c, std::int64_t program_id, const propose::Parent& parent,
               const std::vector<double>* hw);
   /// Makes a baseline's schedule the winner at every size where it beats the winner so far
-  /// (its rows: one per size of the reference). Programs then have to beat it.
-  void offer_baseline(const std::string& name, schedule::Schedule schedule,
+  /// (`results`: one per size of the reference, time 0 where the schedule does not stand for
+  /// the baseline). Programs then have to beat it.
+  void offer_baseline(const std::string& name, std::shared_ptr<const schedule::Schedule> schedule,
                       const std::vector<support::SizeResult>& results);
   /// The distinct programs that win at some size, smallest size first (at most three).
   std::vector<propose::Parent> best_programs() const;

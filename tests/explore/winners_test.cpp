@@ -98,7 +98,8 @@ TEST_F(WinnersTest, ABaselineHoldsASizeUntilAProgramBeatsIt) {
     baseline[s].size_bytes = reference_.sizes[s];
     baseline[s].time_us = s == 0 ? 15 : 4500;
   }
-  winners_.offer_baseline("nccl-ring", ring().compiled.schedule, baseline);
+  winners_.offer_baseline(
+      "nccl-ring", std::make_shared<const schedule::Schedule>(ring().compiled.schedule), baseline);
   Candidate slower = simulated("c\n", {20, 4600}, reference_);
   EXPECT_FALSE(winners_.improves_some_size(slower, nullptr));
   Candidate faster_large = simulated("b\n", {20, 4000}, reference_);
@@ -107,7 +108,8 @@ TEST_F(WinnersTest, ABaselineHoldsASizeUntilAProgramBeatsIt) {
   winners_.record(faster_large, 2, parent(faster_large), nullptr);
   // A slower baseline offered later takes nothing.
   baseline[1].time_us = 4200;
-  winners_.offer_baseline("forestcoll", rd().compiled.schedule, baseline);
+  winners_.offer_baseline(
+      "forestcoll", std::make_shared<const schedule::Schedule>(rd().compiled.schedule), baseline);
 
   const auto best = winners_.best_programs();
   ASSERT_EQ(best.size(), 1u);

@@ -30,9 +30,9 @@ struct ExploreOptions {
   std::string out_dir = "optiflow-out";
   unsigned threads = 0;  ///< 0 = all cores; results do not depend on it
   /// Baselines whose schedules hold each size until a program beats them, so that the run's
-  /// winners are never behind them (`nccl`: each of NCCL's algorithms that builds here;
-  /// any name `optiflow baseline` takes). One that cannot be built here is left out, and
-  /// ExploreResult::floor_missing says why.
+  /// winners are never behind them: names `optiflow baseline` takes (`nccl`: its tuner's pick,
+  /// at the sizes where it runs the largest size's algorithm). One that cannot be built here
+  /// is left out, and ExploreResult::floor_missing says why.
   std::vector<std::string> floor = {"nccl", "forestcoll"};
   /// Asked after each batch: true ends the run there, as "interrupted" (resumable with
   /// `resume`); the GUI's stop button. Empty: never.

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "optiflow/propose/proposer.hpp"
+#include "optiflow/schedule/schedule.hpp"
 #include "optiflow/sim/simulator.hpp"
 #include "optiflow/support/collective.hpp"
 #include "optiflow/topology/topology.hpp"
@@ -20,6 +22,10 @@ struct Reference {
   std::vector<double> bound_us;           ///< per size: the lower bound
   std::vector<propose::NcclAtSize> nccl;  ///< per size; empty where NCCL does not build
   std::string nccl_missing;               ///< why `nccl` is empty
+  /// NCCL's schedule (its tuner's algorithm at the largest size; null where NCCL does not
+  /// build), and per size its simulated result, time 0 where the tuner picks another algorithm.
+  std::shared_ptr<const schedule::Schedule> nccl_schedule;
+  std::vector<support::SizeResult> nccl_results;
 
   /// The bound and NCCL's pick (simulated with `options`) at each of `sizes`.
   static Reference compute(const topology::Topology& topology, support::Collective collective,
