@@ -9,7 +9,7 @@ an All-Gather for the varied cluster. Prints each contender's median and worst x
 
     bench/variability.py [--optiflow build/release/bin/optiflow] [--seeds 20]
                          [--topologies a100x4,h100x4,a100x3] [--budget 300]
-                         [--taccl-time 60] [--explore-seed 5]
+                         [--taccl-time 60] [--explore-seed 5] [--floor nccl,forestcoll|none]
 """
 import argparse
 import os
@@ -41,14 +41,25 @@ def x_bound_rows(text, column):
     return found
 
 
+def held_rows(text):
+    """{size: baseline} for the rows of explore's table that a baseline of its floor holds."""
+    held = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] in SIZES and "baseline" in fields:
+            held[fields[0]] = fields[fields.index("baseline") + 1]
+    return held
+
+
 def explore(args, topo, work):
     code, out, err = run([args.optiflow, "explore", "--topo", topo, "--sizes", ",".join(SIZES),
                           "--budget", str(args.budget), "--seed", str(args.explore_seed),
+                          "--floor", args.floor,
                           "--db", os.path.join(work, "explore.db"),
                           "--out", os.path.join(work, "out")])
     if code != 0:
-        return None, err.strip().splitlines()[-1:] or ["failed"]
-    return x_bound_rows(out, 2), None  # size, busbw, x bound, ...
+        return None, {}, err.strip().splitlines()[-1:] or ["failed"]
+    return x_bound_rows(out, 2), held_rows(out), None  # size, busbw, x bound, ...
 
 
 def baseline(args, name, topo):
@@ -69,10 +80,13 @@ def main():
     parser.add_argument("--budget", type=int, default=300)
     parser.add_argument("--taccl-time", type=float, default=60)
     parser.add_argument("--explore-seed", type=int, default=5)
+    parser.add_argument("--floor", default="nccl,forestcoll",
+                        help="explore's --floor (none: the programs alone)")
     args = parser.parse_args()
     contenders = ["explore"] + BASELINES
     results = {c: {s: [] for s in SIZES} for c in contenders}
     record = {b: {"wins": 0, "losses": 0, "ties": 0, "missing": 0} for b in BASELINES}
+    held = {}  # baseline of explore's floor -> sizes it held
     with tempfile.TemporaryDirectory() as work:
         for topo_name in args.topologies.split(","):
             for seed in range(1, args.seeds + 1):
@@ -87,7 +101,9 @@ def main():
                 case = {}
                 case_dir = os.path.join(work, f"{topo_name}-{seed}")
                 os.makedirs(case_dir, exist_ok=True)
-                case["explore"], why = explore(args, varied, case_dir)
+                case["explore"], held_here, why = explore(args, varied, case_dir)
+                for name in held_here.values():
+                    held[name] = held.get(name, 0) + 1
                 for name in BASELINES:
                     case[name], why_b = baseline(args, name, varied)
                     if why_b:
@@ -115,7 +131,7 @@ def main():
                             record[name]["ties"] += 1
 
     print(f"variability: {args.topologies}, {args.seeds} seeds each (K = 1..3 faults), "
-          f"explore budget {args.budget}, taccl {args.taccl_time:g} s per solve")
+          f"explore budget {args.budget} (floor {args.floor}), taccl {args.taccl_time:g} s per solve")
     print(f"{'contender':<12}" + "".join(f"{s + ' median':>12}{s + ' worst':>11}{'n':>4}"
                                           for s in SIZES))
     for c in contenders:
@@ -132,6 +148,8 @@ def main():
         r = record[name]
         print(f"  {name:<11} wins {r['wins']}, losses {r['losses']}, ties {r['ties']}, "
               f"not built {r['missing']}")
+    print("sizes where no program beat explore's floor: " +
+          (", ".join(f"{name} {n}" for name, n in sorted(held.items())) or "none"))
 
 
 if __name__ == "__main__":

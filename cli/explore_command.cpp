@@ -32,7 +32,7 @@ struct LlmFlags {
   std::optional<double> timeout_s, temperature, max_cost;
   std::optional<std::int64_t> max_tokens, max_total_tokens;
   std::optional<int> concurrency, candidates, retries;
-  bool max_completion_tokens = false, replay_only = false, no_cache = false;
+  bool max_completion_tokens = false, replay_only = false, no_cache = false, cache = false;
 
   llm::LlmSettings settings() const {
     llm::LlmSettings s = llm::load_settings(config);
@@ -54,6 +54,7 @@ struct LlmFlags {
     if (candidates) s.candidates_per_call = *candidates;
     if (max_completion_tokens) s.use_max_completion_tokens = true;
     if (replay_only) s.replay_only = true;
+    if (cache) s.use_cache = true;
     if (no_cache) s.use_cache = false;
     llm::validate(s);
     return s;
@@ -317,7 +318,12 @@ void add_llm_options(CLI::App& cmd, LlmFlags& f) {
   cmd.add_flag("--replay-only", f.replay_only,
                "answer every request from recorded replies; fail on one that was not recorded")
       ->group(group);
-  cmd.add_flag("--no-cache", f.no_cache, "always call the server, even for a recorded request")
+  cmd.add_flag("--cache", f.cache,
+               "answer a request recorded before (same prompt, seed and call number) from the "
+               "store")
+      ->group(group);
+  cmd.add_flag("--no-cache", f.no_cache,
+               "always call the server, even for a recorded request (the default)")
       ->group(group);
 }
 

@@ -359,6 +359,16 @@ std::optional<ModelCall> Store::cached_model_call(const std::string& request_has
   return model_call_at(*q);
 }
 
+std::optional<Id> Store::run_opened_by(const std::string& request_hash, Id except_run) const {
+  Query q = impl_->query(
+      "SELECT run_id FROM model_calls m WHERE request_hash = ?1 AND run_id <> ?2 AND "
+      "id = (SELECT min(id) FROM model_calls WHERE run_id = m.run_id) ORDER BY run_id DESC LIMIT "
+      "1");
+  q->bind_all(request_hash, except_run);
+  if (!q->step()) return std::nullopt;
+  return q->int64(0);
+}
+
 std::vector<ModelCall> Store::model_calls_of_program(Id program_id) const {
   Query q = impl_->query(std::string(kModelCallColumns) +
                          "WHERE id IN (SELECT model_call_id FROM candidates WHERE program_id = ?1) "

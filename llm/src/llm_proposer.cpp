@@ -17,10 +17,12 @@ using propose::ProposerError;
 
 constexpr std::size_t kMaxFailedReplyBytes = 4096;  // prose kept as a failed candidate
 
-// One call to make: the request and why.
+// One call to make: the request, why, and the seed it was asked with (before its position in
+// the run makes it a sample of its own).
 struct Call {
   std::string purpose;  // "initial" | "propose" | "repair"
   ChatRequest request;
+  std::uint64_t seed = 0;
 };
 
 // What came back, and where it is recorded.
@@ -41,7 +43,8 @@ class LlmProposer final : public propose::Proposer {
         client_(settings.server),
         store_(db::Store::open(db_path)),
         system_(system_prompt(context.collective, settings.candidates_per_call)),
-        header_(task_header(context)) {
+        header_(task_header(context)),
+        own_(store_.model_calls(context.run_id)) {
     validate(settings_);
   }
 
@@ -127,39 +130,101 @@ class LlmProposer final : public propose::Proposer {
     request.temperature = settings_.temperature;
     request.max_tokens = settings_.max_tokens;
     request.use_max_completion_tokens = settings_.use_max_completion_tokens;
-    if (settings_.send_seed) request.seed = seed % (std::uint64_t{1} << 31);
-    return Call{std::move(purpose), std::move(request)};
+    return Call{std::move(purpose), std::move(request), seed};
   }
 
-  // Answers every call (from the cache, or the server, up to `concurrency` at once) and
-  // records each in call order, so that ids and the run do not depend on which came first.
-  std::vector<Outcome> call_all(const std::vector<Call>& calls) {
+  // What identifies call number `position` of a run: its body, which holds its seed; without
+  // a seed sent, the position stands in for it.
+  std::string request_key(const std::string& body, std::int64_t position) const {
+    return db::content_hash(settings_.send_seed ? body
+                                                : body + "\n#call " + std::to_string(position));
+  }
+
+  static Outcome outcome_of(const db::ModelCall& recorded) {
+    Outcome outcome;
+    if (recorded.error.empty())
+      outcome.reply = ChatReply{recorded.response, recorded.finish_reason, recorded.prompt_tokens,
+                                recorded.completion_tokens};
+    outcome.error = recorded.error;
+    outcome.cached = true;
+    return outcome;
+  }
+
+  // A resumed run's own answer to call `position`, as recorded when it first made it.
+  std::optional<Outcome> own_answer(std::int64_t position, const std::string& hash) const {
+    if (position >= static_cast<std::int64_t>(own_.size())) return std::nullopt;
+    const db::ModelCall& recorded = own_[static_cast<std::size_t>(position)];
+    const std::string run = "run " + std::to_string(context_.run_id);
+    if (recorded.request_hash != hash)
+      throw ProposerError(run + " cannot be resumed: its model call " +
+                          std::to_string(position + 1) +
+                          " was another request (the code or the settings changed?)");
+    if (!recorded.text_stored)
+      throw ProposerError(run + " cannot be resumed: its model calls were stored as hashes only");
+    Outcome outcome = outcome_of(recorded);
+    outcome.cached = recorded.cached;
+    outcome.call_id = recorded.id;
+    return outcome;
+  }
+
+  // Replaying only: call `position` answered as the recorded run made it. The recorded run is
+  // the latest other run whose first call was this run's first.
+  Outcome replayed(std::int64_t position, const std::string& hash, const Call& call) {
+    const std::string what = "a " + call.purpose + " request to model " + call.request.model +
+                             " (request hash " + hash + ")";
+    if (position == 0) source_run_ = store_.run_opened_by(hash, context_.run_id).value_or(0);
+    if (source_run_ == 0)
+      throw ProposerError("replaying only: the store has no recorded reply for " + what +
+                          "; record it with a live run first");
+    if (source_.empty()) source_ = store_.model_calls(source_run_);
+    const std::string run = "run " + std::to_string(source_run_);
+    if (position >= static_cast<std::int64_t>(source_.size()))
+      throw ProposerError("replaying only: " + run + " made " + std::to_string(source_.size()) +
+                          " model calls; this run asks for another, " + what);
+    const db::ModelCall& recorded = source_[static_cast<std::size_t>(position)];
+    if (recorded.request_hash != hash)
+      throw ProposerError(
+          "replaying only: model call " + std::to_string(position + 1) + " differs from " + run +
+          "'s (" + what + ", recorded " + recorded.request_hash +
+          "): the run has taken another path (the code, settings or seed changed?)");
+    if (!recorded.text_stored)
+      throw ProposerError("replaying only: " + run +
+                          "'s model calls were stored as hashes only and cannot be replayed");
+    return outcome_of(recorded);
+  }
+
+  // Answers every call and records each in call order, so that ids and the run do not depend
+  // on which came first. Each call is the run's next: a resumed run answers the calls it made
+  // before from its own record; a replay from the recorded run's call at the same position;
+  // with the cache, a request recorded before is answered from the store; the rest go to the
+  // server, up to `concurrency` at once.
+  std::vector<Outcome> call_all(std::vector<Call> calls) {
     std::vector<Outcome> outcomes(calls.size());
     std::vector<std::string> bodies, hashes;
+    std::vector<bool> recorded_before(calls.size(), false);
     std::vector<std::size_t> live;
     for (std::size_t i = 0; i < calls.size(); ++i) {
+      const std::int64_t position = next_position_++;
+      if (settings_.send_seed) calls[i].request.seed = call_seed(calls[i].seed, position);
       bodies.push_back(request_body(calls[i].request));
-      hashes.push_back(db::content_hash(bodies.back()));
-      if (settings_.use_cache || settings_.replay_only)
-        if (auto hit = store_.cached_model_call(hashes.back(), settings_.replay_only)) {
-          if (hit->error.empty())
-            outcomes[i].reply = ChatReply{hit->response, hit->finish_reason, hit->prompt_tokens,
-                                          hit->completion_tokens};
-          outcomes[i].error = hit->error;
-          outcomes[i].cached = true;
-          continue;
-        }
-      if (settings_.replay_only)
-        throw ProposerError("replaying only: the store has no recorded reply for a " +
-                            calls[i].purpose + " request to model " + calls[i].request.model +
-                            " (request hash " + hashes.back() +
-                            "); record it with a live run first");
-      live.push_back(i);
+      hashes.push_back(request_key(bodies.back(), position));
+      if (auto own = own_answer(position, hashes.back())) {
+        outcomes[i] = *own;
+        recorded_before[i] = true;
+      } else if (settings_.replay_only) {
+        outcomes[i] = replayed(position, hashes.back(), calls[i]);
+      } else if (auto hit =
+                     settings_.use_cache ? store_.cached_model_call(hashes.back()) : std::nullopt) {
+        outcomes[i] = outcome_of(*hit);
+      } else {
+        live.push_back(i);
+      }
     }
     support::parallel_for(live.size(), static_cast<unsigned>(settings_.concurrency),
                           [&](std::size_t k) { outcomes[live[k]] = send(calls[live[k]].request); });
     for (std::size_t i = 0; i < calls.size(); ++i)
-      outcomes[i].call_id = record(calls[i], bodies[i], hashes[i], outcomes[i]);
+      if (!recorded_before[i])
+        outcomes[i].call_id = record(calls[i], bodies[i], hashes[i], outcomes[i]);
     for (const Outcome& outcome : outcomes) count_failure(outcome);
     return outcomes;
   }
@@ -242,10 +307,21 @@ class LlmProposer final : public propose::Proposer {
   ChatClient client_;
   db::Store store_;
   std::string system_, header_;
+  std::vector<db::ModelCall> own_;  ///< the calls this run made before it was resumed
+  std::int64_t next_position_ = 0;  ///< the run's next call, from 0
+  db::Id source_run_ = 0;           ///< replaying only: the run whose calls are replayed
+  std::vector<db::ModelCall> source_;
   int failures_in_a_row_ = 0;
 };
 
 }  // namespace
+
+std::uint64_t call_seed(std::uint64_t request_seed, std::int64_t position) {
+  std::uint64_t z = request_seed + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(position + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64's finaliser
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) % (std::uint64_t{1} << 31);  // servers take a 31-bit seed
+}
 
 std::unique_ptr<propose::Proposer> make_llm_proposer(const propose::ProposalContext& context,
                                                      const LlmSettings& settings,

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "../llm/fake_chat_server.hpp"
@@ -127,6 +128,14 @@ TEST_F(LlmExplore, CompletesThroughEveryFaultAndReplaysByteForByte) {
   }
   EXPECT_GE(failed, 2) << "a hang past the timeout and a body that is not JSON";
   EXPECT_GE(repairs, 1);
+  // A live run samples every call: none is answered from the store, and no two calls of the
+  // run are the same request (each carries its own seed).
+  std::set<std::string> hashes;
+  for (const auto& c : calls) {
+    EXPECT_FALSE(c.cached);
+    hashes.insert(c.request_hash);
+  }
+  EXPECT_EQ(hashes.size(), calls.size());
   EXPECT_EQ(store.run(1)->status, "finished");
   // The winner at 1M was proposed by a model call, which the store names.
   const auto best = store.best({});
@@ -152,6 +161,19 @@ TEST_F(LlmExplore, CompletesThroughEveryFaultAndReplaysByteForByte) {
     ++compared;
   }
   EXPECT_EQ(compared, 2 * 11u);  // schedule JSON and MSCCL XML at each of 11 sizes
+  // The replay made the same calls, failures included, and stored the same candidates.
+  const auto replayed_calls = store.model_calls(2);
+  ASSERT_EQ(replayed_calls.size(), calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(replayed_calls[i].request_hash, calls[i].request_hash) << i;
+    EXPECT_EQ(replayed_calls[i].error, calls[i].error) << i;
+  }
+  const auto live_candidates = store.candidates(1), replayed = store.candidates(2);
+  ASSERT_EQ(replayed.size(), live_candidates.size());
+  for (std::size_t i = 0; i < replayed.size(); ++i) {
+    EXPECT_EQ(replayed[i].program_source, live_candidates[i].program_source) << i;
+    EXPECT_EQ(replayed[i].schedule_hash, live_candidates[i].schedule_hash) << i;
+  }
 
   history("runs", &out);
   EXPECT_NE(out.find("calls/tokens/cost"), std::string::npos) << out;

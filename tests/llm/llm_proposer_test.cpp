@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "../db/temp_db.hpp"
@@ -60,10 +61,24 @@ class LlmProposerTest : public ::testing::Test {
     settings_.candidates_per_call = 2;
   }
 
+  // Another run in the same store: later calls go to it.
+  db::Id new_run() {
+    db::Store store = db::Store::open(db_.path());
+    db::RunInfo run;
+    run.topology_id = store.put_topology("a100x1", "{}");
+    run.collective = "allgather";
+    run.proposer = "llm";
+    context_.run_id = store.begin_run(run);
+    return context_.run_id;
+  }
+
   std::unique_ptr<propose::Proposer> proposer() const {
     return make_llm_proposer(context_, settings_, db_.path());
   }
-  std::vector<db::ModelCall> calls() const { return db::Store::open(db_.path()).model_calls(run_); }
+  /// The calls of the run the next proposer records into.
+  std::vector<db::ModelCall> calls() const {
+    return db::Store::open(db_.path()).model_calls(context_.run_id);
+  }
 
   static ProposalRequest request(std::uint64_t seed) {
     ProposalRequest r;
@@ -120,7 +135,7 @@ TEST_F(LlmProposerTest, ThePromptCarriesTheTaskAndTheRequestsSeed) {
   proposer()->propose(std::vector<ProposalRequest>{request(5)});
   const nlohmann::json body = server_.requests().at(0);
   EXPECT_EQ(body["model"], "fast");
-  EXPECT_EQ(body["seed"], 5);
+  EXPECT_EQ(body["seed"], call_seed(5, 0));  // the request's seed, as the run's first call
   ASSERT_EQ(body["messages"].size(), 2u);
   const std::string system = body["messages"][0]["content"];
   const std::string user = body["messages"][1]["content"];
@@ -163,36 +178,129 @@ TEST_F(LlmProposerTest, MeasuredTimesAreMarkedAndSimulatedOnesAloneReadAsBefore)
   EXPECT_NE(measured.find("| 1M | 60.00 (measured) | 1.200 | - |"), std::string::npos) << measured;
 }
 
-TEST_F(LlmProposerTest, ARecordedRequestIsAnsweredFromTheStore) {
-  server_.set_fallback([](const nlohmann::json&) { return reply_with(kTwoPrograms); });
+// A server whose reply names the seed it was sent, so that two samples can be told apart.
+ScriptedReply echo_seed(const nlohmann::json& request) {
+  return reply_with("```ofl\n# seed " + std::to_string(request.value("seed", std::uint64_t{0})) +
+                    "\nring over all\n```\n");
+}
+
+// In a live run every call is a new sample: the same prompt asked twice is sent twice, each
+// with a seed of its own, and gets two replies.
+TEST_F(LlmProposerTest, ALiveRunSamplesARepeatedPromptAgain) {
+  server_.set_fallback(echo_seed);
+  auto p = proposer();
+  const auto first = p->propose(std::vector<ProposalRequest>{request(9)});
+  const auto second = p->propose(std::vector<ProposalRequest>{request(9)});
+  EXPECT_EQ(server_.calls(), 2);
+  EXPECT_EQ(server_.requests()[0]["seed"], call_seed(9, 0));
+  EXPECT_EQ(server_.requests()[1]["seed"], call_seed(9, 1));
+  EXPECT_NE(call_seed(9, 0), call_seed(9, 1));
+  EXPECT_NE(first[0][0].source, second[0][0].source);
+  const auto recorded = calls();
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_NE(recorded[0].request_hash, recorded[1].request_hash);
+  EXPECT_FALSE(recorded[1].cached);
+}
+
+// A resumed run answers the calls it made before from its own record, in order, without
+// calling or recording them again; then it calls the server.
+TEST_F(LlmProposerTest, AResumedRunIsAnsweredFromItsOwnCallsInOrder) {
+  server_.set_fallback(echo_seed);
+  std::vector<std::string> live;
+  {
+    auto p = proposer();
+    for (int i = 0; i < 2; ++i)
+      live.push_back(p->propose(std::vector<ProposalRequest>{request(9)})[0][0].source);
+  }
+  auto resumed = proposer();
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(resumed->propose(std::vector<ProposalRequest>{request(9)})[0][0].source, live[i]);
+  EXPECT_EQ(server_.calls(), 2);
+  EXPECT_EQ(calls().size(), 2u);
+  resumed->propose(std::vector<ProposalRequest>{request(9)});  // past what it made: live
+  EXPECT_EQ(server_.calls(), 3);
+  EXPECT_EQ(calls().size(), 3u);
+  // A resumed run that asks something else at a recorded call has changed: it says so.
+  auto changed = proposer();
+  EXPECT_THROW(changed->propose(std::vector<ProposalRequest>{request(10)}), propose::ProposerError);
+}
+
+// With the cache asked for, another run's call with the same prompt, seed and number is
+// answered from the store, for free.
+TEST_F(LlmProposerTest, TheCacheAnswersTheSameCallOfAnotherRun) {
+  server_.set_fallback(echo_seed);
   const auto first = proposer()->propose(std::vector<ProposalRequest>{request(9)});
-  EXPECT_EQ(server_.calls(), 1);
+  new_run();
+  settings_.use_cache = true;
   const auto again = proposer()->propose(std::vector<ProposalRequest>{request(9)});
   EXPECT_EQ(server_.calls(), 1);
   EXPECT_EQ(again[0][0].source, first[0][0].source);
   EXPECT_TRUE(calls().back().cached);
-  settings_.use_cache = false;
-  proposer()->propose(std::vector<ProposalRequest>{request(9)});
-  EXPECT_EQ(server_.calls(), 2);
-  const db::ModelCallTotals totals = db::Store::open(db_.path()).model_call_totals(run_);
-  EXPECT_EQ(totals.calls, 3);
+  const db::ModelCallTotals totals = db::Store::open(db_.path()).model_call_totals(context_.run_id);
   EXPECT_EQ(totals.cached, 1);
-  EXPECT_EQ(totals.prompt_tokens, calls()[0].prompt_tokens * 2);  // the replay was free
+  EXPECT_EQ(totals.prompt_tokens, 0);  // the replay was free
 }
 
-TEST_F(LlmProposerTest, ReplayOnlyNeverCallsAndFailsClearlyOnANewRequest) {
-  server_.set_fallback([](const nlohmann::json&) { return reply_with(kTwoPrograms); });
-  proposer()->propose(std::vector<ProposalRequest>{request(1)});
+// A replay follows the recorded run call by call: a request that failed and then, asked
+// again, succeeded fails and then succeeds again. A call the recorded run did not make, or
+// made differently, is an error that says so; the server is never called.
+TEST_F(LlmProposerTest, ReplayOnlyFollowsTheRecordedRunCallByCall) {
+  server_.set_fallback(echo_seed);
+  ScriptedReply overloaded;
+  overloaded.status = 500;
+  overloaded.body = "{\"error\": \"overloaded\"}";
+  server_.script({overloaded, overloaded});  // the first call and its one retry
+  std::vector<std::vector<std::vector<Proposal>>> live;
+  {
+    auto p = proposer();
+    for (int i = 0; i < 2; ++i)
+      live.push_back(p->propose(std::vector<ProposalRequest>{request(1)}));
+  }
+  ASSERT_TRUE(live[0][0].empty());  // the failed call
+  ASSERT_EQ(live[1][0].size(), 1u);
+  const int server_calls = server_.calls();
+
   settings_.replay_only = true;
   settings_.server.url = "http://127.0.0.1:1/v1";  // nothing there: a call would fail
-  EXPECT_EQ(proposer()->propose(std::vector<ProposalRequest>{request(1)})[0].size(), 2u);
-  try {
-    proposer()->propose(std::vector<ProposalRequest>{request(2)});
-    FAIL() << "a request that was never recorded was answered";
-  } catch (const propose::ProposerError& e) {
-    EXPECT_NE(std::string(e.what()).find("replaying only: "), std::string::npos) << e.what();
+  new_run();
+  auto replay = proposer();
+  for (int i = 0; i < 2; ++i) {
+    const auto replayed = replay->propose(std::vector<ProposalRequest>{request(1)});
+    ASSERT_EQ(replayed[0].size(), live[static_cast<std::size_t>(i)][0].size()) << i;
+    if (!replayed[0].empty()) {
+      EXPECT_EQ(replayed[0][0].source, live[1][0][0].source);
+    }
   }
-  EXPECT_EQ(server_.calls(), 1);
+  const auto recorded = calls();
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_FALSE(recorded[0].error.empty());
+  EXPECT_TRUE(recorded[1].error.empty());
+  EXPECT_TRUE(recorded[1].cached);
+  auto message_of = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const propose::ProposerError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message_of([&] {
+              replay->propose(std::vector<ProposalRequest>{request(1)});
+            }).find("replaying only: run 1 made 2 model calls"),
+            std::string::npos);
+  new_run();
+  EXPECT_NE(message_of([&] {
+              proposer()->propose(std::vector<ProposalRequest>{request(2)});
+            }).find("replaying only: the store has no recorded reply"),
+            std::string::npos);
+  new_run();
+  auto diverging = proposer();
+  diverging->propose(std::vector<ProposalRequest>{request(1)});
+  EXPECT_NE(message_of([&] {
+              diverging->propose(std::vector<ProposalRequest>{request(3)});
+            }).find("has taken another path"),
+            std::string::npos);
+  EXPECT_EQ(server_.calls(), server_calls);
 }
 
 TEST_F(LlmProposerTest, CarriesOnThroughFaultsAndRecordsEach) {
@@ -287,13 +395,13 @@ TEST_F(LlmProposerTest, TheKeyNeverReachesTheStore) {
   server_.set_fallback([](const nlohmann::json&) {
     return reply_with(std::string("your key is ") + kKey + "\n```ofl\nring over all\n```");
   });
-  proposer()->propose(std::vector<ProposalRequest>{request(1)});
+  auto p = proposer();
+  p->propose(std::vector<ProposalRequest>{request(1)});
   ScriptedReply denied;
   denied.status = 401;
   denied.body = std::string("{\"error\": \"bad key ") + kKey + "\"}";
   server_.script({denied});
-  settings_.use_cache = false;
-  proposer()->propose(std::vector<ProposalRequest>{request(1)});
+  p->propose(std::vector<ProposalRequest>{request(1)});
   EXPECT_EQ(server_.authorization_headers().back(), std::string("Bearer ") + kKey);
   const auto recorded = calls();
   ASSERT_EQ(recorded.size(), 2u);
@@ -305,13 +413,21 @@ TEST_F(LlmProposerTest, TheKeyNeverReachesTheStore) {
 TEST_F(LlmProposerTest, HashesOnlyKeepsNoTextAndCannotReplay) {
   server_.set_fallback([](const nlohmann::json&) { return reply_with(kTwoPrograms); });
   settings_.store_text = false;
-  proposer()->propose(std::vector<ProposalRequest>{request(1)});
-  proposer()->propose(std::vector<ProposalRequest>{request(1)});
+  auto p = proposer();
+  p->propose(std::vector<ProposalRequest>{request(1)});
+  p->propose(std::vector<ProposalRequest>{request(1)});
   EXPECT_EQ(server_.calls(), 2);
   const auto recorded = calls();
+  ASSERT_EQ(recorded.size(), 2u);
   EXPECT_EQ(recorded[0].request, recorded[0].request_hash);
   EXPECT_EQ(recorded[0].response, db::content_hash(kTwoPrograms));
   EXPECT_FALSE(recorded[0].text_stored);
+  EXPECT_THROW(proposer()->propose(std::vector<ProposalRequest>{request(1)}),
+               propose::ProposerError);  // resuming the run: nothing to answer from
+  new_run();
+  settings_.replay_only = true;
+  EXPECT_THROW(proposer()->propose(std::vector<ProposalRequest>{request(1)}),
+               propose::ProposerError);
 }
 
 TEST_F(LlmProposerTest, ModelsAreDrawnByWeightFromTheSeed) {

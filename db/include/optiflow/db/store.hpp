@@ -299,6 +299,9 @@ class Store {
   /// replay reproduces a run's failures too).
   std::optional<ModelCall> cached_model_call(const std::string& request_hash,
                                              bool or_failure = false) const;
+  /// The latest run other than `except_run` whose first model call had this request hash: the
+  /// recorded run a replay follows.
+  std::optional<Id> run_opened_by(const std::string& request_hash, Id except_run) const;
   /// Totals over a run's calls. Tokens and cost count only calls the server answered.
   ModelCallTotals model_call_totals(Id run_id) const;
   /// The model calls whose replies held this program (as a candidate of some run), by id.

@@ -29,9 +29,13 @@ struct LlmSettings {
   bool send_seed = true;                   ///< pass each request's seed to the server
   int concurrency = 4;                     ///< requests in flight at once
   int candidates_per_call = 4;             ///< programs asked for in one reply
-  bool store_text = true;    ///< false: the store keeps only hashes of prompts and replies
-  bool use_cache = true;     ///< answer a request recorded before from the store
-  bool replay_only = false;  ///< answer only from the store; a request it lacks is an error
+  bool store_text = true;  ///< false: the store keeps only hashes of prompts and replies
+  /// Answer a request whose hash was recorded before (in any run) from the store. Off by
+  /// default: in a live run every call is a new sample (docs/llm.md, "Replay").
+  bool use_cache = false;
+  /// Answer only from the store, call by call in the order a recorded run made them; a call
+  /// that run did not make is an error.
+  bool replay_only = false;
   std::int64_t max_total_tokens = 0;  ///< stop once the run's calls used this many; 0: no cap
   double max_cost = 0;                ///< stop once the run's calls cost this much; 0: no cap
   int max_consecutive_failures = 3;   ///< failed calls in a row that end the run
