@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start, command 2: install, build and run every test, in release and under ASan+UBSan,
-# then fuzz the DSL and the MSCCL XML importer briefly (set OPTIFLOW_FUZZ_SECONDS=0 to skip).
+# then run every parser's fuzzer briefly, two at a time (set OPTIFLOW_FUZZ_SECONDS=0 to skip).
 # Usage: scripts/test.sh [preset...]   (default: release asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +17,5 @@ done
 seconds="${OPTIFLOW_FUZZ_SECONDS:-20}"
 if [ "$seconds" -gt 0 ]; then
   echo "== fuzz: ${seconds}s per fuzzer"
-  scripts/fuzz.sh "$seconds"
+  JOBS="${JOBS:-2}" scripts/fuzz.sh "$seconds"
 fi

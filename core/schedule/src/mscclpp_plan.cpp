@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 
 #include "optiflow/schedule/flat_schedule.hpp"
@@ -278,6 +279,9 @@ class PlanReader {
  public:
   PlanReader(const Plain& plan, const std::string& source) : plan_(plan), source_(source) {}
 
+  /// Where the reader is (`gpus[1].threadblocks[0].ops[3]`): the field an error names.
+  const std::string& where() const { return where_; }
+
   Schedule read() {
     Schedule s;
     s.name = plan_.value("name", Plain()).is_string() ? plan_.at("name").get<std::string>() : "";
@@ -292,8 +296,11 @@ class PlanReader {
     s.programs.resize(gpus.size());
     acquires_.resize(gpus.size());
     releases_.resize(gpus.size());
-    for (std::size_t r = 0; r < gpus.size(); ++r)
+    for (std::size_t r = 0; r < gpus.size(); ++r) {
+      where_ = "gpus[" + std::to_string(r) + "]";
       read_gpu(gpus[r], static_cast<std::int32_t>(r), s);
+    }
+    where_.clear();
     resolve(s);
     for (const RankProgram& program : s.programs)
       s.chunks = std::max(
@@ -316,7 +323,11 @@ class PlanReader {
     for (const Plain& buffer : gpu.at("remote_buffers"))
       remote.emplace_back(buffer.at("rank").get<std::int32_t>(),
                           buffer_of(buffer, source_, "remote_buffers"));
-    for (const Plain& tb : gpu.at("threadblocks")) read_block(tb, rank, peers, remote, program);
+    const std::string gpu_at = where_;
+    for (const Plain& tb : gpu.at("threadblocks")) {
+      where_ = gpu_at + ".threadblocks[" + std::to_string(program.tbs.size()) + "]";
+      read_block(tb, rank, peers, remote, program);
+    }
   }
 
   // A thread block being read: where its ops send and receive, and its steps so far.
@@ -348,7 +359,9 @@ class PlanReader {
     const std::vector<std::size_t> starts = step_starts(json_tb, ops.size());
     std::vector<int> acquire;
     std::size_t next_start = 1;
+    const std::string block_at = where_;
     for (std::size_t i = 0; i < ops.size(); ++i) {
+      where_ = block_at + ".ops[" + std::to_string(i) + "]";
       const std::string name = ops[i].at("name").get<std::string>();
       while (next_start < starts.size() && starts[next_start] <= i) ++next_start;
       const std::size_t limit = next_start < starts.size() ? starts[next_start] : ops.size();
@@ -484,6 +497,7 @@ class PlanReader {
 
   const Plain& plan_;
   const std::string& source_;
+  std::string where_;
   std::vector<std::vector<std::vector<int>>> acquires_;  // per rank, per step in order
   std::vector<std::map<int, StepRef>> releases_;
   std::map<std::size_t, std::int32_t> staged_;
@@ -495,11 +509,21 @@ class PlanReader {
 }  // namespace
 
 Schedule parse_mscclpp_plan(std::string_view text, const std::string& source) {
+  Plain plan;
   try {
-    const Plain plan = Plain::parse(text);
-    return PlanReader(plan, source).read();
+    plan = Plain::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    bad_plan(source, {}, std::string("invalid JSON: ") + e.what());
+  }
+  PlanReader reader(plan, source);
+  try {
+    return reader.read();
   } catch (const nlohmann::json::exception& e) {
-    bad_plan(source, {}, std::string("not an execution plan this exporter wrote: ") + e.what());
+    bad_plan(source, reader.where(),
+             std::string("not an execution plan this exporter wrote: ") + e.what());
+  } catch (const std::out_of_range&) {
+    bad_plan(source, reader.where(),
+             "refers to a channel, peer, buffer or semaphore that the plan does not define");
   }
 }
 

@@ -62,8 +62,8 @@ struct Fabric {
   }
 };
 
-TecclInput read_input(const std::string& path) {
-  const nlohmann::json doc = support::parse_json_text(support::read_text_file(path), path);
+TecclInput parse_input(std::string_view text, const std::string& path) {
+  const nlohmann::json doc = support::parse_json_text(text, path);
   const FieldReader root(doc, "", path);
   const FieldReader topo(root.required("TopologyParams", "object"), "TopologyParams", path);
   const FieldReader instance(root.required("InstanceParams", "object"), "InstanceParams", path);
@@ -459,10 +459,15 @@ std::vector<std::string> notes_for(const TecclInput& in, const BuiltTopology& bu
 }  // namespace
 
 TecclImport import_teccl(const std::string& schedule_path, const std::string& input_path) {
-  const TecclInput in = read_input(input_path);
+  return import_teccl_text(support::read_text_file(schedule_path), schedule_path,
+                           support::read_text_file(input_path), input_path);
+}
+
+TecclImport import_teccl_text(std::string_view schedule_text, const std::string& schedule_path,
+                              std::string_view input_text, const std::string& input_path) {
+  const TecclInput in = parse_input(input_text, input_path);
   BuiltTopology built = build_topology(build_fabric(in, input_path));
-  const nlohmann::json doc =
-      support::parse_json_text(support::read_text_file(schedule_path), schedule_path);
+  const nlohmann::json doc = support::parse_json_text(schedule_text, schedule_path);
   const FieldReader root(doc, "", schedule_path);
   const nlohmann::json& flows = root.array("7-Flows");
   const FlowReader reader(schedule_path, in, built);

@@ -52,6 +52,8 @@ std::string xml_error_message(const tinyxml2::XMLDocument& doc) {
   const std::string detail = doc.ErrorStr();
   if (const auto colon = detail.find(": "); colon != std::string::npos)
     message += " (" + detail.substr(colon + 2) + ")";
+  else if (message == "parsing")  // tinyxml2's catch-all: an element left open at the end, ...
+    message = "an element is not closed, or a tag is cut off (from this line on)";
   return "malformed XML: " + message;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "optiflow/schedule/schedule.hpp"
@@ -24,5 +25,8 @@ struct TecclImport {
 /// key, a flow that does not parse, a node or link not in the topology, a chunk forwarded
 /// before it arrived or never delivered.
 TecclImport import_teccl(const std::string& schedule_path, const std::string& input_path);
+/// The same from the two files' text; the paths name them in errors.
+TecclImport import_teccl_text(std::string_view schedule_text, const std::string& schedule_path,
+                              std::string_view input_text, const std::string& input_path);
 
 }  // namespace optiflow::schedule
