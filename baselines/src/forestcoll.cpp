@@ -49,7 +49,6 @@ class ForestBuilder {
   ForestBuilder(const topology::Topology& topology, support::Collective collective, int chunks)
       : topology_(topology),
         router_(topology),
-        collective_(collective),
         buffer_(frame_buffer(collective)),
         schedule_(schedule_frame("forestcoll", collective, topology.rank_count(), chunks,
                                  topology.name())),
@@ -136,7 +135,6 @@ class ForestBuilder {
 
   const topology::Topology& topology_;
   topology::Router router_;
-  support::Collective collective_;
   schedule::BufferKind buffer_;
   schedule::Schedule schedule_;
   std::map<std::tuple<int, int, int, bool>, int> block_of_;
