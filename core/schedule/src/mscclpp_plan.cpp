@@ -381,10 +381,14 @@ class PlanReader {
   }
 
   // Where each step's ops begin: "wait, put, signal" is one rcs or an r and an s.
-  static std::vector<std::size_t> step_starts(const Plain& json_tb, std::size_t op_count) {
+  std::vector<std::size_t> step_starts(const Plain& json_tb, std::size_t op_count) const {
     std::vector<std::size_t> starts;
-    for (const Plain& start : json_tb.value("step_starts", Plain::array()))
+    for (const Plain& start : json_tb.value("step_starts", Plain::array())) {
       starts.push_back(start.get<std::size_t>());
+      if (starts.back() > op_count || (starts.size() > 1 && starts.back() < starts.end()[-2]))
+        bad_plan(source_, where_ + ".step_starts",
+                 "must rise, each at most the number of ops (" + std::to_string(op_count) + ")");
+    }
     starts.push_back(op_count);
     return starts;
   }

@@ -1,5 +1,7 @@
 #include "optiflow/support/parse_support.hpp"
 
+#include <algorithm>
+
 #include <cctype>
 
 #include "optiflow/support/error.hpp"
@@ -35,6 +37,17 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
       message = message.substr(colon + 2);
     throw InputError(location_of_offset(text, e.byte > 0 ? e.byte - 1 : 0, source),
                      "invalid JSON: " + message);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number past what a double holds ("number overflow parsing '1e999'"): located at the
+    // number, which the message quotes.
+    std::string message = e.what();
+    if (auto bracket = message.find("] "); bracket != std::string::npos)
+      message = message.substr(bracket + 2);
+    std::size_t at = 0;
+    if (const auto open = message.find('\''), close = message.rfind('\'');
+        open != std::string::npos && close > open)
+      at = std::min(text.find(message.substr(open + 1, close - open - 1)), text.size());
+    throw InputError(location_of_offset(text, at, source), "invalid JSON: " + message);
   }
 }
 
