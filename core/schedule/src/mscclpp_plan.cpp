@@ -11,6 +11,7 @@
 
 #include "optiflow/schedule/flat_schedule.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/parse_support.hpp"
 
 namespace optiflow::schedule {
 namespace {
@@ -513,12 +514,7 @@ class PlanReader {
 }  // namespace
 
 Schedule parse_mscclpp_plan(std::string_view text, const std::string& source) {
-  Plain plan;
-  try {
-    plan = Plain::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    bad_plan(source, {}, std::string("invalid JSON: ") + e.what());
-  }
+  const Plain plan = support::parse_json_text(text, source);
   PlanReader reader(plan, source);
   try {
     return reader.read();
