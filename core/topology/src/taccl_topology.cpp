@@ -1,6 +1,7 @@
 #include "optiflow/topology/taccl_topology.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -48,7 +49,7 @@ TacclNodeKind node_kind(const support::FieldReader& r, const std::string& name) 
 }
 
 // "NDv2_32KB" -> 32 KiB: TACCL names its profiles by the transfer size they were measured at.
-std::uint64_t reference_bytes_of(const std::string& name) {
+std::uint64_t reference_bytes_of(const support::FieldReader& r, const std::string& name) {
   std::size_t end = name.size();
   if (end < 3) return kDefaultReferenceBytes;
   std::string unit = name.substr(end - 2);
@@ -61,7 +62,13 @@ std::uint64_t reference_bytes_of(const std::string& name) {
   std::size_t begin = end - 2;
   while (begin > 0 && std::isdigit(static_cast<unsigned char>(name[begin - 1]))) --begin;
   if (begin == end - 2) return kDefaultReferenceBytes;
-  return std::stoull(name.substr(begin, end - 2 - begin)) * scale;
+  std::uint64_t count = 0;
+  const char* first = name.data() + begin;
+  const char* last = name.data() + end - 2;
+  if (std::from_chars(first, last, count).ec != std::errc() || count > (std::uint64_t{1} << 20))
+    r.fail(r.field("name"), "the transfer size in the name, " + std::string(first, last) + " " +
+                                unit + ", is past 1M " + unit);
+  return count * scale;
 }
 
 double positive_number(const support::FieldReader& r, const json& value, const std::string& at) {
@@ -169,7 +176,7 @@ TacclProfile read_profile(const support::FieldReader& r, const std::string& sour
   p.name = r.string("name");
   p.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 2, 4096));
   p.kind = node_kind(r, p.name);
-  p.reference_bytes = reference_bytes_of(p.name);
+  p.reference_bytes = reference_bytes_of(r, p.name);
   p.alpha = r.number("alpha");
   if (p.alpha < 0) r.fail(r.field("alpha"), "must not be negative");
   const int n = p.gpus_per_node;

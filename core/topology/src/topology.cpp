@@ -181,8 +181,8 @@ void Topology::validate(const std::string& source) const {
     const Link& l = links_[i];
     const std::string field = "links[" + std::to_string(i) + "]";
     if (l.src == l.dst) fail(field, "self-loop on '" + nodes_[l.src].id + "'");
-    if (!(l.bw_GBps > 0) || !std::isfinite(l.bw_GBps))
-      fail(field + ".bw_GBps", "must be a positive number of GB/s");
+    if (!(l.bw_GBps > 0) || !(l.bw_GBps <= kMaxLinkGBps))
+      fail(field + ".bw_GBps", "must be a positive number of GB/s, at most 1e6");
     if (!(l.alpha_us >= 0) || !std::isfinite(l.alpha_us))
       fail(field + ".alpha_us", "must be a non-negative number of microseconds");
   }

@@ -62,7 +62,8 @@ void read_links(const support::FieldReader& top, Topology& topo,
              "unknown link kind '" + kind + "' (nvlink|nvswitch|pcie|ib|ethernet|cpu|other)");
     spec.kind = *parsed;
     spec.bw_GBps = r.number("bw_GBps");
-    if (!(spec.bw_GBps > 0)) r.fail(r.field("bw_GBps"), "must be a positive number of GB/s");
+    if (!(spec.bw_GBps > 0) || !(spec.bw_GBps <= kMaxLinkGBps))
+      r.fail(r.field("bw_GBps"), "must be a positive number of GB/s, at most 1e6");
     spec.alpha_us = r.number_or("alpha_us", 0.0);
     if (!(spec.alpha_us >= 0)) r.fail(r.field("alpha_us"), "must be >= 0 microseconds");
     if (r.boolean_or("bidirectional", false))

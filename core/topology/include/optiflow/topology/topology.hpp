@@ -15,6 +15,10 @@ using NodeId = std::uint32_t;
 using LinkId = std::uint32_t;
 
 enum class NodeKind { gpu, nic, switch_, cpu };
+/// The fastest link a topology may have (GB/s): a petabyte per second, far past any hardware,
+/// and small enough that the bound's integer max-flow cannot overflow.
+inline constexpr double kMaxLinkGBps = 1e6;
+
 enum class LinkKind { nvlink, nvswitch, pcie, ib, ethernet, cpu, other };
 
 /// Lower-case names used in files and output ("gpu", "switch", "nvlink", ...).
