@@ -8,6 +8,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "optiflow/schedule/flat_schedule.hpp"
 #include "optiflow/support/error.hpp"
@@ -257,6 +258,22 @@ namespace {
 
 using Plain = nlohmann::json;
 
+// A field that must hold a whole number of type T but holds something else (1e308 where an
+// index goes): nlohmann would convert it with undefined behaviour.
+struct NotAWholeNumber : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T whole(const Plain& value) {
+  if (value.is_number_unsigned()) {
+    if (const auto v = value.get<std::uint64_t>(); std::in_range<T>(v)) return static_cast<T>(v);
+  } else if (value.is_number_integer()) {
+    if (const auto v = value.get<std::int64_t>(); std::in_range<T>(v)) return static_cast<T>(v);
+  }
+  throw NotAWholeNumber(value.dump());
+}
+
 [[noreturn]] void bad_plan(const std::string& source, const std::string& field,
                            const std::string& message) {
   throw support::InputError(support::SourceLocation{source, 0, 0, field}, message);
@@ -313,16 +330,16 @@ class PlanReader {
  private:
   void read_gpu(const Plain& gpu, std::int32_t rank, Schedule& s) {
     RankProgram& program = s.programs[static_cast<std::size_t>(rank)];
-    program.input_chunks = gpu.at("input_chunks").get<std::int32_t>();
-    program.output_chunks = gpu.at("output_chunks").get<std::int32_t>();
-    program.scratch_chunks = gpu.at("scratch_chunks").get<std::int32_t>();
+    program.input_chunks = whole<std::int32_t>(gpu.at("input_chunks"));
+    program.output_chunks = whole<std::int32_t>(gpu.at("output_chunks"));
+    program.scratch_chunks = whole<std::int32_t>(gpu.at("scratch_chunks"));
     std::vector<std::int32_t> peers;
     for (const Plain& channel : gpu.at("channels"))
       for (const Plain& peer : channel.at("connected_to"))
-        peers.push_back(peer.get<std::int32_t>());
+        peers.push_back(whole<std::int32_t>(peer));
     std::vector<std::pair<std::int32_t, BufferKind>> remote;
     for (const Plain& buffer : gpu.at("remote_buffers"))
-      remote.emplace_back(buffer.at("rank").get<std::int32_t>(),
+      remote.emplace_back(whole<std::int32_t>(buffer.at("rank")),
                           buffer_of(buffer, source_, "remote_buffers"));
     const std::string gpu_at = where_;
     for (const Plain& tb : gpu.at("threadblocks")) {
@@ -341,7 +358,7 @@ class PlanReader {
 
     std::int32_t peer_of(const Plain& op) const {
       return peers.at(
-          static_cast<std::size_t>(channels.at(op.at("channel_ids").at(0).get<std::size_t>())));
+          static_cast<std::size_t>(channels.at(whole<std::size_t>(op.at("channel_ids").at(0)))));
     }
   };
 
@@ -349,13 +366,13 @@ class PlanReader {
                   const std::vector<std::pair<std::int32_t, BufferKind>>& remote,
                   RankProgram& program) {
     Block block{rank, static_cast<std::int32_t>(program.tbs.size()), {}, peers, remote, {}, {}};
-    block.tb.channel = json_tb.value("channel", 0);
+    block.tb.channel = json_tb.contains("channel") ? whole<std::int32_t>(json_tb.at("channel")) : 0;
     for (const Plain& group : json_tb.at("channels"))
       for (const Plain& id : group.at("channel_ids"))
-        block.channels.push_back(id.get<std::int32_t>());
+        block.channels.push_back(whole<std::int32_t>(id));
     for (const Plain& group : json_tb.at("remote_buffer_refs"))
       for (const Plain& id : group.at("remote_buffer_ids"))
-        block.buffers.push_back(id.get<std::int32_t>());
+        block.buffers.push_back(whole<std::int32_t>(id));
     const Plain& ops = json_tb.at("ops");
     const std::vector<std::size_t> starts = step_starts(json_tb, ops.size());
     std::vector<int> acquire;
@@ -367,10 +384,10 @@ class PlanReader {
       while (next_start < starts.size() && starts[next_start] <= i) ++next_start;
       const std::size_t limit = next_start < starts.size() ? starts[next_start] : ops.size();
       if (name == "sem_acquire") {
-        for (const Plain& id : ops[i].at("semaphore_ids")) acquire.push_back(id.get<int>());
+        for (const Plain& id : ops[i].at("semaphore_ids")) acquire.push_back(whole<int>(id));
       } else if (name == "sem_release") {
         for (const Plain& id : ops[i].at("semaphore_ids"))
-          releases_[static_cast<std::size_t>(rank)][id.get<int>()] =
+          releases_[static_cast<std::size_t>(rank)][whole<int>(id)] =
               StepRef{block.index, static_cast<std::int32_t>(block.tb.steps.size()) - 1};
       } else {
         block.tb.steps.push_back(read_step(ops, i, limit, block));
@@ -385,7 +402,7 @@ class PlanReader {
   std::vector<std::size_t> step_starts(const Plain& json_tb, std::size_t op_count) const {
     std::vector<std::size_t> starts;
     for (const Plain& start : json_tb.value("step_starts", Plain::array())) {
-      starts.push_back(start.get<std::size_t>());
+      starts.push_back(whole<std::size_t>(start));
       if (starts.back() > op_count || (starts.size() > 1 && starts.back() < starts.end()[-2]))
         bad_plan(source_, where_ + ".step_starts",
                  "must rise, each at most the number of ops (" + std::to_string(op_count) + ")");
@@ -454,24 +471,24 @@ class PlanReader {
     const Plain& to = put.at("dst_buff").at(0);
     if (step.kind == StepKind::send) {
       step.src_buf = buffer_of(from, source_, "src_buff");
-      step.src_off = from.at("index").get<std::int32_t>();
+      step.src_off = whole<std::int32_t>(from.at("index"));
     } else if (step.kind == StepKind::recv_copy_send) {
       step.dst_buf = buffer_of(from, source_, "src_buff");
-      step.dst_off = from.at("index").get<std::int32_t>();
+      step.dst_off = whole<std::int32_t>(from.at("index"));
     }
-    step.count = to.at("size").get<std::int32_t>();
+    step.count = whole<std::int32_t>(to.at("size"));
     const auto& target = block.remote.at(
-        static_cast<std::size_t>(block.buffers.at(to.at("buffer_id").get<std::size_t>())));
+        static_cast<std::size_t>(block.buffers.at(whole<std::size_t>(to.at("buffer_id")))));
     sent_[{block.rank, block.tb.send_peer, block.tb.channel}].push_back(
-        Message{target.second, to.at("index").get<std::int32_t>(), step.count});
+        Message{target.second, whole<std::int32_t>(to.at("index")), step.count});
   }
 
   static void set(Step& step, const Plain& src, const Plain& dst) {
     step.src_buf = *buffer_kind_from_string(src.at("type").get<std::string>());
-    step.src_off = src.at("index").get<std::int32_t>();
+    step.src_off = whole<std::int32_t>(src.at("index"));
     step.dst_buf = *buffer_kind_from_string(dst.at("type").get<std::string>());
-    step.dst_off = dst.at("index").get<std::int32_t>();
-    step.count = src.at("size").get<std::int32_t>();
+    step.dst_off = whole<std::int32_t>(dst.at("index"));
+    step.count = whole<std::int32_t>(src.at("size"));
   }
 
   void resolve(Schedule& s) {
@@ -521,6 +538,9 @@ Schedule parse_mscclpp_plan(std::string_view text, const std::string& source) {
   } catch (const nlohmann::json::exception& e) {
     bad_plan(source, reader.where(),
              std::string("not an execution plan this exporter wrote: ") + e.what());
+  } catch (const NotAWholeNumber& e) {
+    bad_plan(source, reader.where(),
+             std::string("expected a whole number in range, not ") + e.what());
   } catch (const std::out_of_range&) {
     bad_plan(source, reader.where(),
              "refers to a channel, peer, buffer or semaphore that the plan does not define");
