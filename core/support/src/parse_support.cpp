@@ -1,7 +1,6 @@
 #include "optiflow/support/parse_support.hpp"
 
 #include <algorithm>
-
 #include <cctype>
 
 #include "optiflow/support/error.hpp"
