@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "commands.hpp"
 #include "format.hpp"
@@ -25,14 +24,6 @@ struct CompareArgs {
   std::string plot;
   bool json = false, csv = false, no_store = false;
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
 
 // A contender that is neither "ours" nor a baseline is a file: a program (compiled here, its
 // compile time its synthesis time), a schedule JSON or an MSCCL XML file.

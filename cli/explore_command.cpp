@@ -236,18 +236,11 @@ void set_up_measurement(ExploreArgs& args, const std::filesystem::path& work) {
 // --floor: `none`, or baselines by name.
 std::vector<std::string> parse_floor(const std::string& text) {
   if (text == "none") return {};
-  std::vector<std::string> names;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string name = text.substr(start, end - start);
-    if (name != "nccl" && !baselines::is_baseline(name))
-      throw support::OptionError("floor", "no baseline named '" + name +
-                                              "'; use none or some of nccl, " +
+  const std::vector<std::string> names = split_list(text);
+  for (const std::string& name : names)
+    if (!baselines::is_baseline(name))
+      throw support::OptionError("floor", "no baseline named '" + name + "'; use none or some of " +
                                               baselines::baseline_list());
-    names.push_back(name);
-    start = end + 1;
-  }
   return names;
 }
 

@@ -1,6 +1,7 @@
 #include "inputs.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "optiflow/compiler/compiler.hpp"
 #include "optiflow/dsl/parser.hpp"
@@ -18,6 +19,14 @@ support::Collective parse_collective(const std::string& name) {
         support::SourceLocation{"command line", 0, 0, "--collective"},
         "unknown collective '" + name + "' (allgather, reducescatter, allreduce)");
   return *collective;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
 }
 
 sim::Model parse_model(const std::string& name) {

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "optiflow/schedule/schedule.hpp"
 #include "optiflow/sim/simulator.hpp"
@@ -17,6 +18,8 @@ using support::read_text_file;
 using support::write_text_file;
 support::Collective parse_collective(const std::string& name);
 sim::Model parse_model(const std::string& name);
+/// "a,b,,c" -> {a, b, c}: a comma-separated flag's items, empty ones dropped.
+std::vector<std::string> split_list(const std::string& text);
 
 /// The one-line diagnostic for a request a library does not serve, located at the flag that
 /// asked for it (`command line: error: --collective: ...`), or where the error itself is

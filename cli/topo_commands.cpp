@@ -160,8 +160,9 @@ void add_import_nccl(CLI::App& topo) {
 
 void add_vary(CLI::App& topo) {
   auto* cmd = topo.add_subcommand(
-      "vary", "Draw production faults on a topology: slow NICs and NVLinks, failed links, "
-              "oversubscribed spines, missing GPUs (the GPUs stay connected)");
+      "vary",
+      "Draw production faults on a topology: slow NICs and NVLinks, failed links, "
+      "oversubscribed spines, missing GPUs (the GPUs stay connected)");
   struct Args {
     std::string name, out;
     std::uint64_t seed = 1;

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "optiflow/schedule/verifier.hpp"
 #include "optiflow/support/error.hpp"
@@ -86,6 +87,15 @@ void set_protocols(schedule::Schedule& schedule, std::string_view algorithm,
 }
 
 }  // namespace
+
+const BaselineRow& BaselineRun::row_at(std::uint64_t size_bytes) const {
+  const auto row = std::find_if(rows.begin(), rows.end(),
+                                [&](const BaselineRow& r) { return r.size_bytes == size_bytes; });
+  if (row == rows.end())
+    throw std::logic_error("baseline " + name + " has no row for " + std::to_string(size_bytes) +
+                           " bytes");
+  return *row;
+}
 
 std::span<const std::string_view> baseline_names() {
   static const std::vector<std::string_view> names = [] {

@@ -349,12 +349,11 @@ std::vector<ModelCall> Store::model_calls(Id run_id) const {
   return calls;
 }
 
-std::optional<ModelCall> Store::cached_model_call(const std::string& request_hash,
-                                                  bool or_failure) const {
+std::optional<ModelCall> Store::cached_model_call(const std::string& request_hash) const {
   Query q = impl_->query(std::string(kModelCallColumns) +
-                         "WHERE request_hash = ?1 AND text_stored = 1 AND (error = '' OR ?2) "
-                         "ORDER BY error <> '', id LIMIT 1");
-  q->bind_all(request_hash, or_failure);
+                         "WHERE request_hash = ?1 AND text_stored = 1 AND error = '' "
+                         "ORDER BY id LIMIT 1");
+  q->bind_all(request_hash);
   if (!q->step()) return std::nullopt;
   return model_call_at(*q);
 }

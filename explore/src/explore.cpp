@@ -3,7 +3,6 @@
 // whatever the thread count.
 #include "optiflow/explore/explore.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -118,13 +117,7 @@ class Exploration {
     baselines::BaselineRun run =
         baselines::run_baseline(name, topology_, options_.collective, reference_.sizes);
     std::vector<support::SizeResult> results;
-    for (std::uint64_t size : reference_.sizes) {
-      const auto row = std::find_if(run.rows.begin(), run.rows.end(),
-                                    [&](const auto& r) { return r.size_bytes == size; });
-      if (row == run.rows.end())
-        throw std::logic_error("baseline " + name + " has no row for a size of the run");
-      results.push_back(row->sim);
-    }
+    for (std::uint64_t size : reference_.sizes) results.push_back(run.row_at(size).sim);
     winners_.offer_baseline(
         name, std::make_shared<const schedule::Schedule>(std::move(run.schedule)), results);
   }

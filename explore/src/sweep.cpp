@@ -1,27 +1,12 @@
 // The bound and NCCL's pick per size, and the sweep of a schedule against them.
 #include "optiflow/explore/sweep.hpp"
 
-#include <algorithm>
-#include <stdexcept>
-
 #include "optiflow/baselines/baseline.hpp"
 #include "optiflow/support/error.hpp"
 #include "optiflow/support/sizes.hpp"
 #include "optiflow/topology/bounds.hpp"
 
 namespace optiflow::explore {
-namespace {
-
-// The NCCL baseline's row for `size`; its rows are by ascending size, without repeats.
-const baselines::BaselineRow& row_at(const baselines::BaselineRun& nccl, std::uint64_t size) {
-  const auto row = std::find_if(nccl.rows.begin(), nccl.rows.end(),
-                                [&](const auto& r) { return r.size_bytes == size; });
-  if (row == nccl.rows.end())
-    throw std::logic_error("the NCCL baseline has no row for a size of the study");
-  return *row;
-}
-
-}  // namespace
 
 Reference Reference::compute(const topology::Topology& topology, support::Collective collective,
                              std::vector<std::uint64_t> sizes, const sim::SimOptions& options) {
@@ -33,7 +18,7 @@ Reference Reference::compute(const topology::Topology& topology, support::Collec
     baselines::BaselineRun nccl =
         baselines::run_baseline("nccl", topology, collective, ref.sizes, options);
     for (std::uint64_t size : ref.sizes) {
-      const baselines::BaselineRow& row = row_at(nccl, size);
+      const baselines::BaselineRow& row = nccl.row_at(size);
       ref.nccl.push_back(propose::NcclAtSize{
           row.sim.time_us, row.algorithm + "/" + std::string(topology::to_string(row.protocol))});
       // The schedule is the largest size's algorithm: it stands for the sizes that run it.

@@ -201,7 +201,6 @@ class LlmProposer final : public propose::Proposer {
   std::vector<Outcome> call_all(std::vector<Call> calls) {
     std::vector<Outcome> outcomes(calls.size());
     std::vector<std::string> bodies, hashes;
-    std::vector<bool> recorded_before(calls.size(), false);
     std::vector<std::size_t> live;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const std::int64_t position = next_position_++;
@@ -209,8 +208,7 @@ class LlmProposer final : public propose::Proposer {
       bodies.push_back(request_body(calls[i].request));
       hashes.push_back(request_key(bodies.back(), position));
       if (auto own = own_answer(position, hashes.back())) {
-        outcomes[i] = *own;
-        recorded_before[i] = true;
+        outcomes[i] = *own;  // recorded already: it has its call id
       } else if (settings_.replay_only) {
         outcomes[i] = replayed(position, hashes.back(), calls[i]);
       } else if (auto hit =
@@ -223,7 +221,7 @@ class LlmProposer final : public propose::Proposer {
     support::parallel_for(live.size(), static_cast<unsigned>(settings_.concurrency),
                           [&](std::size_t k) { outcomes[live[k]] = send(calls[live[k]].request); });
     for (std::size_t i = 0; i < calls.size(); ++i)
-      if (!recorded_before[i])
+      if (outcomes[i].call_id == 0)
         outcomes[i].call_id = record(calls[i], bodies[i], hashes[i], outcomes[i]);
     for (const Outcome& outcome : outcomes) count_failure(outcome);
     return outcomes;

@@ -36,35 +36,40 @@ inline void check_rejection(const char* fuzzer, const support::InputError& e,
     crash(fuzzer, "a rejection that does not name its input: '" + message + "'", input);
 }
 
+/// `value`, written as `written` in some format, reads back (`read`) as itself.
+template <typename T, typename Read>
+void expect_reads_back(const char* fuzzer, const T& value, const std::string& written, Read read,
+                       const char* format, std::string_view input) {
+  try {
+    if (!(read(written) == value))
+      crash(fuzzer, std::string("what it wrote as ") + format + " reads back differently", input,
+            written);
+  } catch (const support::InputError& e) {
+    crash(fuzzer, std::string("what it wrote as ") + format + " does not parse: " + e.what(), input,
+          written);
+  }
+}
+
 /// A topology read from some format survives topology JSON and back unchanged.
 inline void expect_topology_round_trip(const char* fuzzer, const topology::Topology& topology,
                                        std::string_view input) {
-  const std::string json = topology::write_topology_json(topology);
-  try {
-    if (!(topology::parse_topology_json(json, "written.json") == topology))
-      crash(fuzzer, "parse_topology_json(write_topology_json(t)) != t", input, json);
-  } catch (const support::InputError& e) {
-    crash(fuzzer, std::string("the written topology does not parse: ") + e.what(), input, json);
-  }
+  expect_reads_back(
+      fuzzer, topology, topology::write_topology_json(topology),
+      [](const std::string& text) { return topology::parse_topology_json(text, "written.json"); },
+      "topology JSON", input);
 }
 
 /// A schedule accepted from some format survives schedule JSON and MSCCL XML unchanged.
 inline void expect_schedule_round_trip(const char* fuzzer, const schedule::Schedule& schedule,
                                        std::string_view input) {
-  const std::string json = schedule::write_schedule_json(schedule);
-  try {
-    if (!(schedule::parse_schedule_json(json, "written.json") == schedule))
-      crash(fuzzer, "parse_schedule_json(write_schedule_json(s)) != s", input, json);
-  } catch (const support::InputError& e) {
-    crash(fuzzer, std::string("the written JSON does not parse: ") + e.what(), input, json);
-  }
-  const std::string xml = schedule::write_msccl_xml(schedule);
-  try {
-    if (!(schedule::parse_msccl_xml(xml, "written.xml") == schedule))
-      crash(fuzzer, "parse_msccl_xml(write_msccl_xml(s)) != s", input, xml);
-  } catch (const support::InputError& e) {
-    crash(fuzzer, std::string("the written XML does not parse: ") + e.what(), input, xml);
-  }
+  expect_reads_back(
+      fuzzer, schedule, schedule::write_schedule_json(schedule),
+      [](const std::string& text) { return schedule::parse_schedule_json(text, "written.json"); },
+      "schedule JSON", input);
+  expect_reads_back(
+      fuzzer, schedule, schedule::write_msccl_xml(schedule),
+      [](const std::string& text) { return schedule::parse_msccl_xml(text, "written.xml"); },
+      "MSCCL XML", input);
 }
 
 }  // namespace optiflow::fuzz

@@ -16,14 +16,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (!schedule::verify_schedule(schedule).ok()) return 0;
-  const std::string plan = schedule::write_mscclpp_plan(schedule);
-  try {
-    if (!(schedule::parse_mscclpp_plan(plan, "written.json") == schedule))
-      fuzz::crash("mscclpp_plan_fuzzer", "parse_mscclpp_plan(write_mscclpp_plan(s)) != s", text,
-                  plan);
-  } catch (const support::InputError& e) {
-    fuzz::crash("mscclpp_plan_fuzzer", std::string("the written plan does not parse: ") + e.what(),
-                text, plan);
-  }
+  fuzz::expect_reads_back(
+      "mscclpp_plan_fuzzer", schedule, schedule::write_mscclpp_plan(schedule),
+      [](const std::string& written) {
+        return schedule::parse_mscclpp_plan(written, "written.json");
+      },
+      "an MSCCL++ plan", text);
   return 0;
 }

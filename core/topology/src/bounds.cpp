@@ -151,47 +151,6 @@ Capacity cut_capacity(const Topology& topology, const std::vector<bool>& inside,
       support::SourceLocation{topology.name(), 0, 0, "links"});
 }
 
-}  // namespace
-
-BottleneckCut bottleneck_cut(const Topology& topology, bool reversed) {
-  const auto gpus = topology.gpus_by_rank();
-  const auto n = static_cast<Capacity>(gpus.size());
-  if (n < 2) return BottleneckCut{};
-
-  // Start from the tightest single-GPU cut, X = everything but one GPU: a valid set, so the
-  // optimum rate x* is at most its ratio. Dinkelbach steps only ever lower x.
-  std::vector<bool> inside(topology.node_count(), true);
-  std::vector<bool> best_set;
-  Capacity rate = std::numeric_limits<Capacity>::max();
-  for (NodeId gpu : gpus) {
-    inside[gpu] = false;
-    const Capacity ratio = cut_capacity(topology, inside, reversed) / (n - 1);
-    if (ratio < rate) {
-      rate = ratio;
-      best_set = inside;
-    }
-    inside[gpu] = true;
-  }
-
-  // A rate that is feasible for sink t stays feasible when lowered, so one pass over the sinks
-  // suffices: each sink is re-solved only until it stops finding a violating set.
-  FlowNetwork network(topology, reversed);
-  for (NodeId sink : gpus) {
-    while (rate > 0 && network.max_flow(sink, rate) < rate * n) {
-      std::vector<bool> violating = network.source_side();
-      Capacity gpus_inside = 0;
-      for (NodeId gpu : gpus) gpus_inside += violating[gpu] ? 1 : 0;
-      rate = cut_capacity(topology, violating, reversed) / gpus_inside;
-      best_set = std::move(violating);
-    }
-  }
-  BottleneckCut cut = describe_cut(topology, best_set, reversed);
-  if (cut.out_bw_GBps == 0) fail_disconnected(topology, cut);
-  return cut;
-}
-
-namespace {
-
 // Least total alpha from `from` to every node over the links that `allowed` admits.
 class AlphaDistances {
  public:
@@ -239,6 +198,43 @@ std::array<double, kHopClasses> share_from_class(const ProtocolCosts& protocol) 
 }
 
 }  // namespace
+
+BottleneckCut bottleneck_cut(const Topology& topology, bool reversed) {
+  const auto gpus = topology.gpus_by_rank();
+  const auto n = static_cast<Capacity>(gpus.size());
+  if (n < 2) return BottleneckCut{};
+
+  // Start from the tightest single-GPU cut, X = everything but one GPU: a valid set, so the
+  // optimum rate x* is at most its ratio. Dinkelbach steps only ever lower x.
+  std::vector<bool> inside(topology.node_count(), true);
+  std::vector<bool> best_set;
+  Capacity rate = std::numeric_limits<Capacity>::max();
+  for (NodeId gpu : gpus) {
+    inside[gpu] = false;
+    const Capacity ratio = cut_capacity(topology, inside, reversed) / (n - 1);
+    if (ratio < rate) {
+      rate = ratio;
+      best_set = inside;
+    }
+    inside[gpu] = true;
+  }
+
+  // A rate that is feasible for sink t stays feasible when lowered, so one pass over the sinks
+  // suffices: each sink is re-solved only until it stops finding a violating set.
+  FlowNetwork network(topology, reversed);
+  for (NodeId sink : gpus) {
+    while (rate > 0 && network.max_flow(sink, rate) < rate * n) {
+      std::vector<bool> violating = network.source_side();
+      Capacity gpus_inside = 0;
+      for (NodeId gpu : gpus) gpus_inside += violating[gpu] ? 1 : 0;
+      rate = cut_capacity(topology, violating, reversed) / gpus_inside;
+      best_set = std::move(violating);
+    }
+  }
+  BottleneckCut cut = describe_cut(topology, best_set, reversed);
+  if (cut.out_bw_GBps == 0) fail_disconnected(topology, cut);
+  return cut;
+}
 
 double latency_bound_us(const Topology& topology) {
   AlphaDistances distances(topology);

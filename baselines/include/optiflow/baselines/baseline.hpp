@@ -40,6 +40,10 @@ struct BaselineRun {
   std::vector<std::string> notes;  ///< how it was built, one line each
   /// The synthesizers' (taccl, teccl, forestcoll) solver report, synthesis time included.
   std::optional<SolverReport> solver;
+
+  /// The row for `size_bytes`, one of the sizes the run was asked for (std::logic_error
+  /// otherwise: the caller's mistake).
+  const BaselineRow& row_at(std::uint64_t size_bytes) const;
 };
 
 /// Whether `name` is a synthesizer (taccl, teccl, forestcoll): a solver builds its schedule.

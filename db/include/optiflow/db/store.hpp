@@ -295,10 +295,8 @@ class Store {
   Id record_model_call(const ModelCall& call);
   std::vector<ModelCall> model_calls(Id run_id) const;
   /// The earliest successful call with this request hash whose text is stored, from any run:
-  /// the replay cache. With `or_failure`, the earliest failed one where none succeeded (a
-  /// replay reproduces a run's failures too).
-  std::optional<ModelCall> cached_model_call(const std::string& request_hash,
-                                             bool or_failure = false) const;
+  /// what `--cache` answers from.
+  std::optional<ModelCall> cached_model_call(const std::string& request_hash) const;
   /// The latest run other than `except_run` whose first model call had this request hash: the
   /// recorded run a replay follows.
   std::optional<Id> run_opened_by(const std::string& request_hash, Id except_run) const;
