@@ -6,7 +6,10 @@
 # XML, TACCL topologies and sketches, TE-CCL inputs with their schedules) join the seeds when
 # that folder is there. Runs JOBS fuzzers at once (default 1). Exits non-zero if a fuzzer
 # crashes, leaving the crashing input in build/fuzz/artifacts/<fuzzer>/.
-# Usage: scripts/fuzz.sh [SECONDS [FUZZER...]]   (env JOBS=2 to run two at a time)
+# SEED fixes libFuzzer's random seed: a run with a fresh corpus then follows the same sequence of
+# inputs on any machine, stopping earlier on a slower one, so CI's short run is a prefix of a
+# longer run here (FRESH=1 starts from the seeds alone, as a clean clone does).
+# Usage: scripts/fuzz.sh [SECONDS [FUZZER...]]   (env JOBS=2 to run two at a time, SEED=N, FRESH=1)
 set -euo pipefail
 
 seconds="${1:-30}"
@@ -78,12 +81,13 @@ external_seeds() {
 run_one() {
   local fuzzer="$1" seeds="$2" dict="$3"
   local corpus="$build/corpus/$fuzzer" artifacts="$build/artifacts/$fuzzer"
+  [ "${FRESH:-0}" = 1 ] && rm -rf "$corpus"
   mkdir -p "$corpus" "$artifacts"
   cp -R "$fuzz_dir/corpus/$seeds/." "$corpus/"
   external_seeds "$fuzzer" "$corpus"
   echo "fuzz.sh: running $fuzzer for ${seconds}s on $corpus"
   if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-      "$build/bin/optiflow_${fuzzer}_fuzzer" -max_total_time="$seconds" -timeout=30 \
+      "$build/bin/optiflow_${fuzzer}_fuzzer" -max_total_time="$seconds" -timeout=30 ${SEED:+-seed="$SEED"} \
       -rss_limit_mb=4096 -print_final_stats=1 -dict="$fuzz_dir/$dict.dict" \
       -artifact_prefix="$artifacts/" "$corpus" > "$build/$fuzzer.log" 2>&1; then
     tail -40 "$build/$fuzzer.log" >&2

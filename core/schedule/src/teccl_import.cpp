@@ -69,10 +69,15 @@ TecclInput parse_input(std::string_view text, const std::string& path) {
   const FieldReader instance(root.required("InstanceParams", "object"), "InstanceParams", path);
   TecclInput in;
   in.name = topo.string("name");
-  in.chassis = topo.int32_or("chassis", 1, 1);
+  // TE-CCL's fabrics are dense node-by-node matrices: past these sizes a file asks for more
+  // memory than any of its inputs could mean (and side * side overflows an int).
+  constexpr std::int64_t kMaxChassis = 128;
+  constexpr std::int64_t kMaxSide = 32;
+  if (topo.has("chassis")) in.chassis = static_cast<int>(topo.integer("chassis", 1, kMaxChassis));
   in.chunk_size_GB = topo.number_or("chunk_size", 1);
   if (in.chunk_size_GB <= 0) topo.fail(topo.field("chunk_size"), "must be a positive number (GB)");
-  in.side_length = topo.int32_or("side_length", 1, 4);
+  if (topo.has("side_length"))
+    in.side_length = static_cast<int>(topo.integer("side_length", 1, kMaxSide));
   if (topo.has("alpha")) {
     const nlohmann::json& alpha = topo.array("alpha");
     if (alpha.empty() || !alpha[0].is_number() || alpha[0].get<double>() < 0)
