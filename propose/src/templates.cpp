@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "optiflow/topology/rail_balance.hpp"
 #include "optiflow/topology/rings.hpp"
 #include "optiflow/topology/routing.hpp"
 #include "optiflow/topology/tree_packing.hpp"
@@ -29,37 +30,6 @@ Shape shape_of(const topology::Topology& topo) {
     s.per_host = std::max(s.per_host, topo.node(gpu).local + 1);
   }
   return s;
-}
-
-// Each GPU's bandwidth to the network: its NIC port, the slower direction of GPU -> NIC ->
-// switch and back. Empty when GPUs have no NICs.
-std::vector<double> network_bandwidth(const topology::Topology& topo) {
-  std::vector<double> bw;
-  auto port = [&](topology::NodeId from, topology::NodeKind via, topology::NodeKind to) {
-    double best = 0;
-    for (topology::LinkId first : topo.out_links(from)) {
-      const topology::NodeId middle = topo.link(first).dst;
-      if (topo.node(middle).kind != via) continue;
-      for (topology::LinkId second : topo.out_links(middle))
-        if (topo.node(topo.link(second).dst).kind == to)
-          best = std::max(best, std::min(topo.link(first).bw_GBps, topo.link(second).bw_GBps));
-    }
-    return best;
-  };
-  for (topology::NodeId gpu : topo.gpus_by_rank()) {
-    const double out = port(gpu, topology::NodeKind::nic, topology::NodeKind::switch_);
-    double in = 0;  // switch -> NIC -> this GPU
-    for (topology::LinkId last : topo.in_links(gpu)) {
-      const topology::NodeId nic = topo.link(last).src;
-      if (topo.node(nic).kind != topology::NodeKind::nic) continue;
-      for (topology::LinkId l : topo.in_links(nic))
-        if (topo.node(topo.link(l).src).kind == topology::NodeKind::switch_)
-          in = std::max(in, std::min(topo.link(l).bw_GBps, topo.link(last).bw_GBps));
-    }
-    if (out == 0 || in == 0) return {};
-    bw.push_back(std::min(out, in));
-  }
-  return bw;
 }
 
 std::string decimal(double x) {
@@ -116,64 +86,55 @@ std::optional<topology::NodeId> nic_of(const topology::Topology& topo, topology:
   return best;
 }
 
-// The smallest denominator D <= 64 that writes every weight as some k/D to within 0.001.
-int common_denominator(const std::vector<double>& weights) {
-  for (int d = 1; d < 64; ++d) {
-    const bool close = std::all_of(weights.begin(), weights.end(), [&](double w) {
-      return std::abs(w * d - std::round(w * d)) <= 0.001 * d;
-    });
-    if (close) return d;
-  }
-  return 64;
-}
-
-// `local == 0 ? k0 : local == 1 ? k1 : ... : k_last`, for per-rail weights.
-std::string per_local(const std::vector<long>& values) {
+// `var == 3 ? k3 : var == 11 ? k11 : k`, k the most common value (the lowest of a tie): per-rail
+// or per-GPU weights.
+std::string cases(const char* var, const std::vector<long>& values) {
+  std::map<long, int> count;
+  for (long v : values) ++count[v];
+  const long common =
+      std::max_element(count.begin(), count.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
   std::string text;
-  for (std::size_t l = 0; l + 1 < values.size(); ++l)
-    if (values[l] != values.back())
-      text += "local == " + std::to_string(l) + " ? " + std::to_string(values[l]) + " : ";
-  return text + std::to_string(values.back());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] != common)
+      text +=
+          std::string(var) + " == " + std::to_string(i) + " ? " + std::to_string(values[i]) + " : ";
+  return text + std::to_string(common);
 }
 
-// Rails of unequal bandwidth (a slow NIC slows its whole rail): each rail carries data in
-// proportion to its bandwidth. GPU l keeps w_l of its share on its own rail and scatters the
-// rest evenly over its host's other GPUs, which send it on their rails. Rail l then carries
-// a_l = w_l + (S - (1 - w_l)) / (L - 1) shares per host, S the scattered total; with
-// a_l = L c_l / sum(c) that gives w_l = (a_l (L - 1) - S + 1) / L, and the least scattering
-// that keeps every w_l <= 1 is S = (max a - 1)(L - 1). The router would send a slow NIC's
-// traffic around it through a peer GPU (onto another rail), so each rail transfer that
-// touches a slow NIC is pinned to its rail's own NICs.
-std::vector<std::string> balanced_rails(const topology::Topology& topo,
-                                        const std::vector<double>& bw, const Shape& s) {
-  if (bw.empty() || s.hosts < 2 || s.per_host < 2 || s.ranks != s.hosts * s.per_host) return {};
-  const auto L = static_cast<std::size_t>(s.per_host);
-  std::vector<std::vector<int>> rank_at(static_cast<std::size_t>(s.hosts), std::vector<int>(L));
-  for (int r = 0; r < s.ranks; ++r) {
-    const topology::Node& gpu = topo.node(topo.gpu_of_rank(r));
-    rank_at[static_cast<std::size_t>(gpu.host)][static_cast<std::size_t>(gpu.local)] = r;
-  }
-  std::vector<double> rail(L, std::numeric_limits<double>::infinity());
-  for (const auto& host : rank_at)
-    for (std::size_t l = 0; l < L; ++l)
-      rail[l] = std::min(rail[l], bw[static_cast<std::size_t>(host[l])]);
-  const auto [slowest, fastest] = std::minmax_element(rail.begin(), rail.end());
-  if (*slowest > 0.95 * *fastest) return {};
-  double total = 0;
-  for (double c : rail) total += c;
-  const double n = static_cast<double>(L);
-  const double scattered = (n * *fastest / total - 1) * (n - 1);
-  std::vector<double> keep(L);
-  for (std::size_t l = 0; l < L; ++l)
-    keep[l] = std::clamp((n * rail[l] / total * (n - 1) - scattered + 1) / n, 0.0, 1.0);
-  const int d = common_denominator(keep);
-  std::vector<long> kept(L), handed(L);
-  for (std::size_t l = 0; l < L; ++l) {
-    kept[l] = std::lround(keep[l] * d);
-    handed[l] = d - kept[l];
-  }
+// Weights k / D for the kept part and (D - k) / D for the scattered one, by rank or, where
+// every host's GPU l keeps the same, by `local`: `split { weight (kept) {...} weight (handed)
+// {...} }`.
+struct KeepWeights {
+  std::string kept, handed;
+};
 
-  // Pins: both ring neighbours of every GPU whose NIC is slower than the fastest.
+KeepWeights keep_weights(const topology::RoundedKeeps& keeps,
+                         const std::vector<std::vector<int>>& rank_at) {
+  const std::size_t L = rank_at.front().size();
+  const auto part = [&](int rank) { return keeps.parts[static_cast<std::size_t>(rank)]; };
+  const bool per_rail = std::all_of(rank_at.begin(), rank_at.end(), [&](const auto& host) {
+    for (std::size_t l = 0; l < L; ++l)
+      if (part(host[l]) != part(rank_at.front()[l])) return false;
+    return true;
+  });
+  std::vector<long> kept;
+  if (per_rail)
+    for (int rank : rank_at.front()) kept.push_back(part(rank));
+  else
+    kept.assign(keeps.parts.begin(), keeps.parts.end());
+  std::vector<long> handed(kept.size());
+  for (std::size_t i = 0; i < kept.size(); ++i) handed[i] = keeps.denominator - kept[i];
+  const char* var = per_rail ? "local" : "rank";
+  return {cases(var, kept), cases(var, handed)};
+}
+
+// Both ring neighbours of every GPU whose NIC is slower than `fast`, pinned to their rail's own
+// NICs: the router would send a slow NIC's traffic around it through a peer GPU, onto another
+// rail.
+std::string rail_pins(const topology::Topology& topo, const std::vector<double>& bw,
+                      const std::vector<std::vector<int>>& rank_at, double fast) {
   std::vector<topology::LinkId> gpu_links;  // the network paths between NICs avoid GPUs
   for (topology::LinkId l = 0; l < topo.link_count(); ++l)
     if (topo.node(topo.link(l).src).kind == topology::NodeKind::gpu ||
@@ -193,25 +154,86 @@ std::vector<std::string> balanced_rails(const topology::Topology& topo,
       pins += " " + quoted(static_cast<topology::NodeId>(topo.link(l).dst));
     pins += "\n";
   };
-  for (std::size_t h = 0; h < rank_at.size(); ++h)
-    for (std::size_t l = 0; l < L; ++l) {
-      if (bw[static_cast<std::size_t>(rank_at[h][l])] > 0.95 * *fastest) continue;
-      const std::size_t next = (h + 1) % rank_at.size(),
-                        prev = (h + rank_at.size() - 1) % rank_at.size();
-      for (std::size_t peer : {prev, next}) {
+  const std::size_t hosts = rank_at.size();
+  for (std::size_t h = 0; h < hosts; ++h)
+    for (std::size_t l = 0; l < rank_at[h].size(); ++l) {
+      if (bw[static_cast<std::size_t>(rank_at[h][l])] > 0.95 * fast) continue;
+      for (std::size_t peer : {(h + hosts - 1) % hosts, (h + 1) % hosts}) {
         pin(rank_at[h][l], rank_at[peer][l]);
         pin(rank_at[peer][l], rank_at[h][l]);
       }
     }
+  return pins;
+}
 
-  std::vector<std::string> out;
+// Each GPU keeps `keep` of its share for its rail and scatters the rest to its host's peers;
+// rings along the rails, then direct or ring inside hosts. A deep pipeline cuts each weight's
+// parts finer, so its keeps are written with fewer parts (the chunks stay within the compiler's
+// limit) and the shallow one's exactly.
+void add_rail_programs(std::vector<std::string>& out, const topology::Topology& topo,
+                       const std::vector<std::vector<int>>& rank_at, const std::string& pins,
+                       const std::vector<double>& keep) {
+  constexpr int kDeepPipelineDenominator = 8;
   for (const std::string intra : {"direct", "ring"})
-    for (const std::string settings : {"channels 2\npipeline 16\n", "channels 1\npipeline 8\n"})
-      out.push_back(settings + pins + "split {\n  weight (" + per_local(kept) +
-                    ") {\n    ring over rails reverse\n    " + intra +
-                    " over hosts\n  }\n  weight (" + per_local(handed) +
-                    ") {\n    scatter over hosts\n    ring over rails reverse\n    " + intra +
-                    " over hosts\n  }\n}\n");
+    for (const auto& [settings, most_parts] :
+         {std::pair{"channels 2\npipeline 16\n", kDeepPipelineDenominator},
+          std::pair{"channels 1\npipeline 8\n", topology::kMaxKeepDenominator}}) {
+      const KeepWeights weights =
+          keep_weights(topology::round_keeps(topo, keep, most_parts), rank_at);
+      std::string program = settings + pins + "split {\n  weight (" + weights.kept +
+                            ") {\n    ring over rails reverse\n    " + intra +
+                            " over hosts\n  }\n  weight (" + weights.handed +
+                            ") {\n    scatter over hosts\n    ring over rails reverse\n    " +
+                            intra + " over hosts\n  }\n}\n";
+      if (std::find(out.begin(), out.end(), program) == out.end())
+        out.push_back(std::move(program));
+    }
+}
+
+// Rails of unequal bandwidth (a slow NIC slows its whole rail), two ways.
+//
+// Per rail, in closed form: each rail carries data in proportion to its bandwidth c_l, its
+// slowest NIC's. GPU l keeps w_l of its share on its own rail and scatters the rest evenly
+// over its host's other GPUs, which send it on their rails. Rail l then carries
+// a_l = w_l + (S - (1 - w_l)) / (L - 1) shares per host, S the scattered total; with
+// a_l = L c_l / sum(c) that gives w_l = (a_l (L - 1) - S + 1) / L, and the least scattering
+// that keeps every w_l <= 1 is S = (max a - 1)(L - 1).
+//
+// Per GPU, from the network as it is (topology/rail_balance.hpp): a linear program over rails
+// and hosts that sees each NIC, not only each rail's slowest, and that a ring does not carry a
+// NIC's own host's data into it; where it is faster than keeping every share on its rail.
+std::vector<std::string> balanced_rails(const topology::Topology& topo,
+                                        const std::vector<double>& bw, const Shape& s) {
+  if (bw.empty() || s.hosts < 2 || s.per_host < 2 || s.ranks != s.hosts * s.per_host) return {};
+  const auto L = static_cast<std::size_t>(s.per_host);
+  std::vector<std::vector<int>> rank_at(static_cast<std::size_t>(s.hosts), std::vector<int>(L));
+  for (int r = 0; r < s.ranks; ++r) {
+    const topology::Node& gpu = topo.node(topo.gpu_of_rank(r));
+    rank_at[static_cast<std::size_t>(gpu.host)][static_cast<std::size_t>(gpu.local)] = r;
+  }
+  std::vector<double> rail(L, std::numeric_limits<double>::infinity());
+  for (const auto& host : rank_at)
+    for (std::size_t l = 0; l < L; ++l)
+      rail[l] = std::min(rail[l], bw[static_cast<std::size_t>(host[l])]);
+  const auto [slowest, fastest] = std::minmax_element(rail.begin(), rail.end());
+  const double fast = *std::max_element(bw.begin(), bw.end());
+  std::vector<std::string> out;
+  if (*slowest <= 0.95 * *fastest) {
+    double total = 0;
+    for (double c : rail) total += c;
+    const double n = static_cast<double>(L);
+    const double scattered = (n * *fastest / total - 1) * (n - 1);
+    std::vector<double> keep(bw.size());
+    for (int r = 0; r < s.ranks; ++r) {
+      const auto l = static_cast<std::size_t>(topo.node(topo.gpu_of_rank(r)).local);
+      keep[static_cast<std::size_t>(r)] =
+          std::clamp((n * rail[l] / total * (n - 1) - scattered + 1) / n, 0.0, 1.0);
+    }
+    add_rail_programs(out, topo, rank_at, rail_pins(topo, bw, rank_at, fast), keep);
+  }
+  const auto balance = topology::balance_rails(topo);
+  if (balance && balance->time < 0.97 * balance->even_time)
+    add_rail_programs(out, topo, rank_at, rail_pins(topo, bw, rank_at, fast), balance->keep);
   return out;
 }
 
@@ -258,7 +280,7 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
     out.push_back(
         "pipeline 2\nsplit nlocal as r {\n  ring over all by (host, (local - r) % nlocal)\n}\n");
     for (auto& p : hierarchical(s)) out.push_back(std::move(p));
-    const std::vector<double> bw = network_bandwidth(topo);
+    const std::vector<double> bw = topology::nic_port_GBps(topo);
     for (auto& p : around_slow_links(bw, s)) out.push_back(std::move(p));
     for (auto& p : balanced_rails(topo, bw, s)) out.push_back(std::move(p));
   }

@@ -1,0 +1,192 @@
+#include "optiflow/topology/rail_balance.hpp"
+
+#include <ClpSimplex.hpp>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace optiflow::topology {
+namespace {
+
+// The best bandwidth of a two-link path from `from` through a node of kind `via` to one of
+// kind `to` (0 if none).
+double two_hop_out(const Topology& topo, NodeId from, NodeKind via, NodeKind to) {
+  double best = 0;
+  for (LinkId first : topo.out_links(from)) {
+    const NodeId middle = topo.link(first).dst;
+    if (topo.node(middle).kind != via) continue;
+    for (LinkId second : topo.out_links(middle))
+      if (topo.node(topo.link(second).dst).kind == to)
+        best = std::max(best, std::min(topo.link(first).bw_GBps, topo.link(second).bw_GBps));
+  }
+  return best;
+}
+
+double two_hop_in(const Topology& topo, NodeId to, NodeKind via, NodeKind from) {
+  double best = 0;
+  for (LinkId last : topo.in_links(to)) {
+    const NodeId middle = topo.link(last).src;
+    if (topo.node(middle).kind != via) continue;
+    for (LinkId first : topo.in_links(middle))
+      if (topo.node(topo.link(first).src).kind == from)
+        best = std::max(best, std::min(topo.link(first).bw_GBps, topo.link(last).bw_GBps));
+  }
+  return best;
+}
+
+// The grid of hosts x rails, rank_at[h][l], with each GPU's port; `ok` is false when the GPUs
+// do not fill a grid of at least two hosts of two GPUs, or some GPU has no NIC.
+struct Rails {
+  std::vector<std::vector<int>> rank_at;
+  std::vector<double> port;  ///< by rank
+  bool ok = false;
+  std::size_t hosts() const { return rank_at.size(); }
+  std::size_t per_host() const { return rank_at.front().size(); }
+};
+
+Rails rails_of(const Topology& topo) {
+  Rails rails;
+  int hosts = 0, per_host = 0;
+  for (NodeId gpu : topo.gpus_by_rank()) {
+    hosts = std::max(hosts, topo.node(gpu).host + 1);
+    per_host = std::max(per_host, topo.node(gpu).local + 1);
+  }
+  rails.port = nic_port_GBps(topo);
+  if (hosts < 2 || per_host < 2 || hosts * per_host != topo.rank_count() || rails.port.empty())
+    return rails;
+  rails.rank_at.assign(static_cast<std::size_t>(hosts),
+                       std::vector<int>(static_cast<std::size_t>(per_host), -1));
+  for (int r = 0; r < topo.rank_count(); ++r) {
+    const Node& gpu = topo.node(topo.gpu_of_rank(r));
+    int& cell =
+        rails.rank_at[static_cast<std::size_t>(gpu.host)][static_cast<std::size_t>(gpu.local)];
+    if (cell >= 0) return rails;
+    cell = r;
+  }
+  rails.ok = true;
+  return rails;
+}
+
+// The hosts whose data NIC (h, l) does not carry: its own (in) and each ring neighbour's (out).
+std::array<std::size_t, 3> excluded_hosts(std::size_t h, std::size_t hosts) {
+  return {h, (h + 1) % hosts, (h + hosts - 1) % hosts};
+}
+
+}  // namespace
+
+std::vector<double> nic_port_GBps(const Topology& topo) {
+  std::vector<double> bw;
+  for (NodeId gpu : topo.gpus_by_rank()) {
+    const double out = two_hop_out(topo, gpu, NodeKind::nic, NodeKind::switch_);
+    const double in = two_hop_in(topo, gpu, NodeKind::nic, NodeKind::switch_);
+    if (out == 0 || in == 0) return {};
+    bw.push_back(std::min(out, in));
+  }
+  return bw;
+}
+
+// Variables: k_g (column g = rank) and the time T (column N). With b = 1 / (L - 1), host h puts
+//   D(h, l) = k(h, l) + b * sum_{l' != l} (1 - k(h, l'))
+// shares on rail l, and a ring along rail l makes NIC (h, l) carry sum_{h' != n} D(h', l) for
+// each excluded host n. Row: that load <= T * c(h, l), written
+//   sum_{h' != n} [k(h', l) - b * sum_{l' != l} k(h', l')] - c(h, l) T <= -(H - 1).
+// Objective: T, less a tie-break of eps * sum k (scatter the least among equal times).
+std::optional<RailBalance> balance_rails(const Topology& topo) {
+  const Rails rails = rails_of(topo);
+  if (!rails.ok) return std::nullopt;
+  const std::size_t H = rails.hosts(), L = rails.per_host();
+  const auto N = static_cast<int>(H * L);
+  const double b = 1.0 / static_cast<double>(L - 1);
+
+  ClpSimplex lp;
+  lp.setLogLevel(0);
+  lp.resize(0, N + 1);
+  for (int g = 0; g < N; ++g) lp.setColumnBounds(g, 0, 1);
+  lp.setColumnBounds(N, 0, COIN_DBL_MAX);
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t l = 0; l < L; ++l)
+      for (std::size_t n : excluded_hosts(h, H)) {
+        std::vector<int> columns;
+        std::vector<double> values;
+        for (std::size_t other = 0; other < H; ++other) {
+          if (other == n) continue;
+          for (std::size_t rail = 0; rail < L; ++rail) {
+            columns.push_back(rails.rank_at[other][rail]);
+            values.push_back(rail == l ? 1 : -b);
+          }
+        }
+        columns.push_back(N);
+        values.push_back(-rails.port[static_cast<std::size_t>(rails.rank_at[h][l])]);
+        lp.addRow(static_cast<int>(columns.size()), columns.data(), values.data(), -COIN_DBL_MAX,
+                  -static_cast<double>(H - 1));
+      }
+  const std::vector<double> ones(static_cast<std::size_t>(N), 1.0);
+  const double even_time = rail_time(topo, ones);
+  const double eps = 1e-4 * even_time / N;
+  lp.setObjectiveCoefficient(N, 1);
+  for (int g = 0; g < N; ++g) lp.setObjectiveCoefficient(g, -eps);
+  lp.primal();
+  if (lp.status() != 0) return std::nullopt;  // cannot happen (k = 1 is feasible); no program
+
+  RailBalance balance;
+  balance.hosts = static_cast<int>(H);
+  balance.per_host = static_cast<int>(L);
+  balance.keep.assign(lp.getColSolution(), lp.getColSolution() + N);
+  for (double& k : balance.keep) k = std::clamp(k, 0.0, 1.0);
+  balance.time = rail_time(topo, balance.keep);
+  balance.even_time = even_time;
+  return balance;
+}
+
+double rail_time(const Topology& topo, std::span<const double> keep) {
+  const Rails rails = rails_of(topo);
+  if (!rails.ok || keep.size() != rails.port.size()) return 0;
+  const std::size_t H = rails.hosts(), L = rails.per_host();
+  std::vector<std::vector<double>> on_rail(H, std::vector<double>(L));  // D(h, l)
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t l = 0; l < L; ++l) {
+      const double k = keep[static_cast<std::size_t>(rails.rank_at[h][l])];
+      for (std::size_t rail = 0; rail < L; ++rail)
+        on_rail[h][rail] += rail == l ? k : (1 - k) / static_cast<double>(L - 1);
+    }
+  double worst = 0;
+  for (std::size_t l = 0; l < L; ++l) {
+    double total = 0;
+    for (std::size_t h = 0; h < H; ++h) total += on_rail[h][l];
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t n : excluded_hosts(h, H))
+        worst = std::max(worst, (total - on_rail[n][l]) /
+                                    rails.port[static_cast<std::size_t>(rails.rank_at[h][l])]);
+  }
+  return worst;
+}
+
+RoundedKeeps round_keeps(const Topology& topo, std::span<const double> keep, int most_parts,
+                         double slack) {
+  const double exact_time = rail_time(topo, keep);
+  std::optional<RoundedKeeps> within_slack;
+  RoundedKeeps closest;
+  double closest_time = std::numeric_limits<double>::infinity();
+  std::vector<double> rounded(keep.size());
+  for (int d = 1; d <= most_parts; ++d) {
+    RoundedKeeps candidate{d, std::vector<int>(keep.size())};
+    bool exact = true;
+    for (std::size_t g = 0; g < keep.size(); ++g) {
+      const double k = std::clamp(keep[g], 0.0, 1.0);
+      candidate.parts[g] = static_cast<int>(std::lround(k * d));
+      rounded[g] = static_cast<double>(candidate.parts[g]) / d;
+      exact = exact && std::abs(rounded[g] - k) <= 0.001;
+    }
+    if (exact) return candidate;
+    const double time = rail_time(topo, rounded);
+    if (!within_slack && time <= exact_time * (1 + slack)) within_slack = candidate;
+    if (time < closest_time) {
+      closest_time = time;
+      closest = std::move(candidate);
+    }
+  }
+  return within_slack ? *within_slack : closest;
+}
+
+}  // namespace optiflow::topology
