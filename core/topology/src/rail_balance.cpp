@@ -9,28 +9,20 @@
 namespace optiflow::topology {
 namespace {
 
-// The best bandwidth of a two-link path from `from` through a node of kind `via` to one of
-// kind `to` (0 if none).
-double two_hop_out(const Topology& topo, NodeId from, NodeKind via, NodeKind to) {
+// The best bandwidth of a two-link path between `gpu` and a node of kind `far` through one of
+// kind `via`, leaving the GPU (`outward`) or reaching it; 0 if there is none.
+double two_hop(const Topology& topo, NodeId gpu, bool outward, NodeKind via, NodeKind far) {
+  const auto links = [&](NodeId node) {
+    return outward ? topo.out_links(node) : topo.in_links(node);
+  };
+  const auto other_end = [&](LinkId l) { return outward ? topo.link(l).dst : topo.link(l).src; };
   double best = 0;
-  for (LinkId first : topo.out_links(from)) {
-    const NodeId middle = topo.link(first).dst;
+  for (LinkId near_link : links(gpu)) {
+    const NodeId middle = other_end(near_link);
     if (topo.node(middle).kind != via) continue;
-    for (LinkId second : topo.out_links(middle))
-      if (topo.node(topo.link(second).dst).kind == to)
-        best = std::max(best, std::min(topo.link(first).bw_GBps, topo.link(second).bw_GBps));
-  }
-  return best;
-}
-
-double two_hop_in(const Topology& topo, NodeId to, NodeKind via, NodeKind from) {
-  double best = 0;
-  for (LinkId last : topo.in_links(to)) {
-    const NodeId middle = topo.link(last).src;
-    if (topo.node(middle).kind != via) continue;
-    for (LinkId first : topo.in_links(middle))
-      if (topo.node(topo.link(first).src).kind == from)
-        best = std::max(best, std::min(topo.link(first).bw_GBps, topo.link(last).bw_GBps));
+    for (LinkId far_link : links(middle))
+      if (topo.node(other_end(far_link)).kind == far)
+        best = std::max(best, std::min(topo.link(near_link).bw_GBps, topo.link(far_link).bw_GBps));
   }
   return best;
 }
@@ -78,8 +70,8 @@ std::array<std::size_t, 3> excluded_hosts(std::size_t h, std::size_t hosts) {
 std::vector<double> nic_port_GBps(const Topology& topo) {
   std::vector<double> bw;
   for (NodeId gpu : topo.gpus_by_rank()) {
-    const double out = two_hop_out(topo, gpu, NodeKind::nic, NodeKind::switch_);
-    const double in = two_hop_in(topo, gpu, NodeKind::nic, NodeKind::switch_);
+    const double out = two_hop(topo, gpu, true, NodeKind::nic, NodeKind::switch_);
+    const double in = two_hop(topo, gpu, false, NodeKind::nic, NodeKind::switch_);
     if (out == 0 || in == 0) return {};
     bw.push_back(std::min(out, in));
   }
