@@ -10,8 +10,10 @@ an All-Gather for the varied cluster. Prints each contender's median and worst x
     bench/variability.py [--optiflow build/release/bin/optiflow] [--seeds 20]
                          [--topologies a100x4,h100x4,a100x3] [--budget 300]
                          [--taccl-time 60] [--explore-seed 5] [--floor nccl,forestcoll|none]
+                         [--jobs 1]
 """
 import argparse
+import concurrent.futures
 import os
 import statistics
 import subprocess
@@ -55,6 +57,8 @@ def explore(args, topo, work):
     code, out, err = run([args.optiflow, "explore", "--topo", topo, "--sizes", ",".join(SIZES),
                           "--budget", str(args.budget), "--seed", str(args.explore_seed),
                           "--floor", args.floor,
+                          # one core each when clusters run at once (results never depend on it)
+                          "--threads", "0" if args.jobs == 1 else "1",
                           "--db", os.path.join(work, "explore.db"),
                           "--out", os.path.join(work, "out")])
     if code != 0:
@@ -70,6 +74,33 @@ def baseline(args, name, topo):
     if code != 0:
         return None, (err.strip().splitlines() or ["failed"])[-1]
     return x_bound_rows(out, -1), None
+
+
+def run_case(args, work, topo_name, seed):
+    """One varied cluster: (x bound per contender and size, sizes explore's floor held, report)."""
+    faults = 1 + (seed - 1) % 3
+    varied = os.path.join(work, f"{topo_name}-{seed}.json")
+    code, out, err = run([args.optiflow, "topo", "vary", topo_name, "--seed", str(seed),
+                          "--faults", str(faults), "-o", varied])
+    if code != 0:
+        return None, {}, f"{topo_name} seed {seed}: {err.strip()}"
+    drawn = "; ".join(line.strip() for line in out.splitlines()[1:])
+    case_dir = os.path.join(work, f"{topo_name}-{seed}")
+    os.makedirs(case_dir, exist_ok=True)
+    case = {}
+    case["explore"], held_here, why = explore(args, varied, case_dir)
+    notes = [f"  explore: failed: {' '.join(why)}"] if why else []
+    for name in BASELINES:
+        case[name], why_b = baseline(args, name, varied)
+        if why_b:
+            notes.append(f"  {name}: not built: {why_b}")
+    line = []
+    for c in ["explore"] + BASELINES:
+        for s in SIZES:
+            value = (case[c] or {}).get(s)
+            line.append(f"{c} {s} {value:.3f}" if value is not None else f"{c} {s} -")
+    return case, held_here, "\n".join(notes + [f"{topo_name} seed {seed} ({drawn}):\n  " +
+                                                ", ".join(line)])
 
 
 def main():
@@ -88,35 +119,21 @@ def main():
     record = {b: {"wins": 0, "losses": 0, "ties": 0, "missing": 0} for b in BASELINES}
     held = {}  # baseline of explore's floor -> sizes it held
     with tempfile.TemporaryDirectory() as work:
-        for topo_name in args.topologies.split(","):
-            for seed in range(1, args.seeds + 1):
-                faults = 1 + (seed - 1) % 3
-                varied = os.path.join(work, f"{topo_name}-{seed}.json")
-                code, out, err = run([args.optiflow, "topo", "vary", topo_name, "--seed", str(seed),
-                                      "--faults", str(faults), "-o", varied])
-                if code != 0:
-                    print(f"{topo_name} seed {seed}: {err.strip()}", file=sys.stderr)
+        cases = [(topo_name, seed) for topo_name in args.topologies.split(",")
+                 for seed in range(1, args.seeds + 1)]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            done = pool.map(lambda c: run_case(args, work, *c), cases)
+            for (topo_name, seed), (case, held_here, report) in zip(cases, done):
+                print(report, file=sys.stderr, flush=True)
+                if case is None:
                     continue
-                drawn = "; ".join(line.strip() for line in out.splitlines()[1:])
-                case = {}
-                case_dir = os.path.join(work, f"{topo_name}-{seed}")
-                os.makedirs(case_dir, exist_ok=True)
-                case["explore"], held_here, why = explore(args, varied, case_dir)
                 for name in held_here.values():
                     held[name] = held.get(name, 0) + 1
-                for name in BASELINES:
-                    case[name], why_b = baseline(args, name, varied)
-                    if why_b:
-                        print(f"  {name}: not built: {why_b}", file=sys.stderr)
-                line = []
                 for c in contenders:
                     for s in SIZES:
                         value = (case[c] or {}).get(s)
                         if value is not None:
                             results[c][s].append(value)
-                        line.append(f"{c} {s} {value:.3f}" if value is not None else f"{c} {s} -")
-                print(f"{topo_name} seed {seed} ({drawn}):\n  " + ", ".join(line),
-                      file=sys.stderr, flush=True)
                 ours = case["explore"] or {}
                 for name in BASELINES:
                     theirs = case[name] or {}
