@@ -113,6 +113,8 @@ def main():
     parser.add_argument("--explore-seed", type=int, default=5)
     parser.add_argument("--floor", default="nccl,forestcoll",
                         help="explore's --floor (none: the programs alone)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="clusters built at once (each contender runs on one core)")
     args = parser.parse_args()
     contenders = ["explore"] + BASELINES
     results = {c: {s: [] for s in SIZES} for c in contenders}
