@@ -124,8 +124,7 @@ def main():
         cases = [(topo_name, seed) for topo_name in args.topologies.split(",")
                  for seed in range(1, args.seeds + 1)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            done = pool.map(lambda c: run_case(args, work, *c), cases)
-            for (topo_name, seed), (case, held_here, report) in zip(cases, done):
+            for case, held_here, report in pool.map(lambda c: run_case(args, work, *c), cases):
                 print(report, file=sys.stderr, flush=True)
                 if case is None:
                     continue

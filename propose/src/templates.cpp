@@ -203,20 +203,16 @@ void add_rail_programs(std::vector<std::string>& out, const topology::Topology& 
 // and hosts that sees each NIC, not only each rail's slowest, and that a ring does not carry a
 // NIC's own host's data into it; where it is faster than keeping every share on its rail.
 std::vector<std::string> balanced_rails(const topology::Topology& topo,
-                                        const std::vector<double>& bw, const Shape& s) {
-  if (bw.empty() || s.hosts < 2 || s.per_host < 2 || s.ranks != s.hosts * s.per_host) return {};
-  const auto L = static_cast<std::size_t>(s.per_host);
-  std::vector<std::vector<int>> rank_at(static_cast<std::size_t>(s.hosts), std::vector<int>(L));
-  for (int r = 0; r < s.ranks; ++r) {
-    const topology::Node& gpu = topo.node(topo.gpu_of_rank(r));
-    rank_at[static_cast<std::size_t>(gpu.host)][static_cast<std::size_t>(gpu.local)] = r;
-  }
+                                        const std::vector<double>& bw) {
+  const std::vector<std::vector<int>> rank_at = topology::rank_grid(topo);
+  if (bw.empty() || rank_at.empty()) return {};
+  const std::size_t L = rank_at.front().size();
   std::vector<double> rail(L, std::numeric_limits<double>::infinity());
   for (const auto& host : rank_at)
     for (std::size_t l = 0; l < L; ++l)
       rail[l] = std::min(rail[l], bw[static_cast<std::size_t>(host[l])]);
   const auto [slowest, fastest] = std::minmax_element(rail.begin(), rail.end());
-  const double fast = *std::max_element(bw.begin(), bw.end());
+  const std::string pins = rail_pins(topo, bw, rank_at, *std::max_element(bw.begin(), bw.end()));
   std::vector<std::string> out;
   if (*slowest <= 0.95 * *fastest) {
     double total = 0;
@@ -224,16 +220,15 @@ std::vector<std::string> balanced_rails(const topology::Topology& topo,
     const double n = static_cast<double>(L);
     const double scattered = (n * *fastest / total - 1) * (n - 1);
     std::vector<double> keep(bw.size());
-    for (int r = 0; r < s.ranks; ++r) {
-      const auto l = static_cast<std::size_t>(topo.node(topo.gpu_of_rank(r)).local);
-      keep[static_cast<std::size_t>(r)] =
-          std::clamp((n * rail[l] / total * (n - 1) - scattered + 1) / n, 0.0, 1.0);
-    }
-    add_rail_programs(out, topo, rank_at, rail_pins(topo, bw, rank_at, fast), keep);
+    for (const auto& host : rank_at)
+      for (std::size_t l = 0; l < L; ++l)
+        keep[static_cast<std::size_t>(host[l])] =
+            std::clamp((n * rail[l] / total * (n - 1) - scattered + 1) / n, 0.0, 1.0);
+    add_rail_programs(out, topo, rank_at, pins, keep);
   }
   const auto balance = topology::balance_rails(topo);
   if (balance && balance->time < 0.97 * balance->even_time)
-    add_rail_programs(out, topo, rank_at, rail_pins(topo, bw, rank_at, fast), balance->keep);
+    add_rail_programs(out, topo, rank_at, pins, balance->keep);
   return out;
 }
 
@@ -282,7 +277,7 @@ std::vector<std::string> template_programs(const ProposalContext& context) {
     for (auto& p : hierarchical(s)) out.push_back(std::move(p));
     const std::vector<double> bw = topology::nic_port_GBps(topo);
     for (auto& p : around_slow_links(bw, s)) out.push_back(std::move(p));
-    for (auto& p : balanced_rails(topo, bw, s)) out.push_back(std::move(p));
+    for (auto& p : balanced_rails(topo, bw)) out.push_back(std::move(p));
   }
   // The throughput-optimal tree packing (topology/tree_packing.hpp), whole or across the rails.
   if (static_cast<std::size_t>(s.ranks) <= topology::kMaxPackingMembers) {

@@ -27,8 +27,8 @@ double two_hop(const Topology& topo, NodeId gpu, bool outward, NodeKind via, Nod
   return best;
 }
 
-// The grid of hosts x rails, rank_at[h][l], with each GPU's port; `ok` is false when the GPUs
-// do not fill a grid of at least two hosts of two GPUs, or some GPU has no NIC.
+// The grid of hosts x rails with each GPU's port; `ok` is false where there is no grid or some
+// GPU has no NIC.
 struct Rails {
   std::vector<std::vector<int>> rank_at;
   std::vector<double> port;  ///< by rank
@@ -38,31 +38,37 @@ struct Rails {
 };
 
 Rails rails_of(const Topology& topo) {
-  Rails rails;
-  int hosts = 0, per_host = 0;
-  for (NodeId gpu : topo.gpus_by_rank()) {
-    hosts = std::max(hosts, topo.node(gpu).host + 1);
-    per_host = std::max(per_host, topo.node(gpu).local + 1);
-  }
-  rails.port = nic_port_GBps(topo);
-  if (hosts < 2 || per_host < 2 || hosts * per_host != topo.rank_count() || rails.port.empty())
-    return rails;
-  rails.rank_at.assign(static_cast<std::size_t>(hosts),
-                       std::vector<int>(static_cast<std::size_t>(per_host), -1));
-  for (int r = 0; r < topo.rank_count(); ++r) {
-    const Node& gpu = topo.node(topo.gpu_of_rank(r));
-    int& cell =
-        rails.rank_at[static_cast<std::size_t>(gpu.host)][static_cast<std::size_t>(gpu.local)];
-    if (cell >= 0) return rails;
-    cell = r;
-  }
-  rails.ok = true;
+  Rails rails{rank_grid(topo), nic_port_GBps(topo)};
+  rails.ok = !rails.rank_at.empty() && !rails.port.empty();
   return rails;
 }
 
 // The hosts whose data NIC (h, l) does not carry: its own (in) and each ring neighbour's (out).
 std::array<std::size_t, 3> excluded_hosts(std::size_t h, std::size_t hosts) {
   return {h, (h + 1) % hosts, (h + hosts - 1) % hosts};
+}
+
+// The busiest NIC's time for these keeps (rail_time).
+double busiest_nic_time(const Rails& rails, std::span<const double> keep) {
+  if (!rails.ok || keep.size() != rails.port.size()) return 0;
+  const std::size_t H = rails.hosts(), L = rails.per_host();
+  std::vector<std::vector<double>> on_rail(H, std::vector<double>(L));  // D(h, l)
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t l = 0; l < L; ++l) {
+      const double k = keep[static_cast<std::size_t>(rails.rank_at[h][l])];
+      for (std::size_t rail = 0; rail < L; ++rail)
+        on_rail[h][rail] += rail == l ? k : (1 - k) / static_cast<double>(L - 1);
+    }
+  double worst = 0;
+  for (std::size_t l = 0; l < L; ++l) {
+    double total = 0;
+    for (std::size_t h = 0; h < H; ++h) total += on_rail[h][l];
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t n : excluded_hosts(h, H))
+        worst = std::max(worst, (total - on_rail[n][l]) /
+                                    rails.port[static_cast<std::size_t>(rails.rank_at[h][l])]);
+  }
+  return worst;
 }
 
 }  // namespace
@@ -76,6 +82,24 @@ std::vector<double> nic_port_GBps(const Topology& topo) {
     bw.push_back(std::min(out, in));
   }
   return bw;
+}
+
+std::vector<std::vector<int>> rank_grid(const Topology& topo) {
+  int hosts = 0, per_host = 0;
+  for (NodeId gpu : topo.gpus_by_rank()) {
+    hosts = std::max(hosts, topo.node(gpu).host + 1);
+    per_host = std::max(per_host, topo.node(gpu).local + 1);
+  }
+  if (hosts < 2 || per_host < 2 || hosts * per_host != topo.rank_count()) return {};
+  std::vector<std::vector<int>> rank_at(static_cast<std::size_t>(hosts),
+                                        std::vector<int>(static_cast<std::size_t>(per_host), -1));
+  for (int r = 0; r < topo.rank_count(); ++r) {
+    const Node& gpu = topo.node(topo.gpu_of_rank(r));
+    int& cell = rank_at[static_cast<std::size_t>(gpu.host)][static_cast<std::size_t>(gpu.local)];
+    if (cell >= 0) return {};
+    cell = r;
+  }
+  return rank_at;
 }
 
 // Variables: k_g (column g = rank) and the time T (column N). With b = 1 / (L - 1), host h puts
@@ -114,7 +138,7 @@ std::optional<RailBalance> balance_rails(const Topology& topo) {
                   -static_cast<double>(H - 1));
       }
   const std::vector<double> ones(static_cast<std::size_t>(N), 1.0);
-  const double even_time = rail_time(topo, ones);
+  const double even_time = busiest_nic_time(rails, ones);
   const double eps = 1e-4 * even_time / N;
   lp.setObjectiveCoefficient(N, 1);
   for (int g = 0; g < N; ++g) lp.setObjectiveCoefficient(g, -eps);
@@ -126,37 +150,19 @@ std::optional<RailBalance> balance_rails(const Topology& topo) {
   balance.per_host = static_cast<int>(L);
   balance.keep.assign(lp.getColSolution(), lp.getColSolution() + N);
   for (double& k : balance.keep) k = std::clamp(k, 0.0, 1.0);
-  balance.time = rail_time(topo, balance.keep);
+  balance.time = busiest_nic_time(rails, balance.keep);
   balance.even_time = even_time;
   return balance;
 }
 
 double rail_time(const Topology& topo, std::span<const double> keep) {
-  const Rails rails = rails_of(topo);
-  if (!rails.ok || keep.size() != rails.port.size()) return 0;
-  const std::size_t H = rails.hosts(), L = rails.per_host();
-  std::vector<std::vector<double>> on_rail(H, std::vector<double>(L));  // D(h, l)
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t l = 0; l < L; ++l) {
-      const double k = keep[static_cast<std::size_t>(rails.rank_at[h][l])];
-      for (std::size_t rail = 0; rail < L; ++rail)
-        on_rail[h][rail] += rail == l ? k : (1 - k) / static_cast<double>(L - 1);
-    }
-  double worst = 0;
-  for (std::size_t l = 0; l < L; ++l) {
-    double total = 0;
-    for (std::size_t h = 0; h < H; ++h) total += on_rail[h][l];
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t n : excluded_hosts(h, H))
-        worst = std::max(worst, (total - on_rail[n][l]) /
-                                    rails.port[static_cast<std::size_t>(rails.rank_at[h][l])]);
-  }
-  return worst;
+  return busiest_nic_time(rails_of(topo), keep);
 }
 
 RoundedKeeps round_keeps(const Topology& topo, std::span<const double> keep, int most_parts,
                          double slack) {
-  const double exact_time = rail_time(topo, keep);
+  const Rails rails = rails_of(topo);
+  const double exact_time = busiest_nic_time(rails, keep);
   std::optional<RoundedKeeps> within_slack;
   RoundedKeeps closest;
   double closest_time = std::numeric_limits<double>::infinity();
@@ -171,7 +177,7 @@ RoundedKeeps round_keeps(const Topology& topo, std::span<const double> keep, int
       exact = exact && std::abs(rounded[g] - k) <= 0.001;
     }
     if (exact) return candidate;
-    const double time = rail_time(topo, rounded);
+    const double time = busiest_nic_time(rails, rounded);
     if (!within_slack && time <= exact_time * (1 + slack)) within_slack = candidate;
     if (time < closest_time) {
       closest_time = time;

@@ -19,6 +19,10 @@ namespace optiflow::topology {
 /// switch -> NIC -> GPU, in GB/s. Empty when some GPU has no NIC.
 std::vector<double> nic_port_GBps(const Topology& topo);
 
+/// rank_at[host][local]: the ranks as a grid of at least two hosts of at least two GPUs, every
+/// host with as many; empty where they are not.
+std::vector<std::vector<int>> rank_grid(const Topology& topo);
+
 struct RailBalance {
   int hosts = 0, per_host = 0;
   std::vector<double> keep;  ///< by rank, in [0, 1]
