@@ -1,6 +1,7 @@
 #include "optiflow/topology/rail_balance.hpp"
 
 #include <ClpSimplex.hpp>
+#include <CoinPackedMatrix.hpp>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -102,46 +103,75 @@ std::vector<std::vector<int>> rank_grid(const Topology& topo) {
   return rank_at;
 }
 
-// Variables: k_g (column g = rank) and the time T (column N). With b = 1 / (L - 1), host h puts
-//   D(h, l) = k(h, l) + b * sum_{l' != l} (1 - k(h, l'))
-// shares on rail l, and a ring along rail l makes NIC (h, l) carry sum_{h' != n} D(h', l) for
-// each excluded host n. Row: that load <= T * c(h, l), written
-//   sum_{h' != n} [k(h', l) - b * sum_{l' != l} k(h', l')] - c(h, l) T <= -(H - 1).
+// Variables: k_g (column g = rank), the time T (column N) and each rail's total S_l (column
+// N + 1 + l). With b = 1 / (L - 1), host h puts
+//   D(h, l) = k(h, l) + b * sum_{l' != l} (1 - k(h, l')) = k(h, l) - b * sum_{l' != l} k(h, l') + 1
+// shares on rail l, S_l = sum_h D(h, l), and a ring along rail l makes NIC (h, l) carry
+// S_l - D(n, l) for each excluded host n. Rows:
+//   S_l - sum_h [k(h, l) - b * sum_{l' != l} k(h, l')] = H                (rail total)
+//   S_l - k(n, l) + b * sum_{l' != l} k(n, l') - c(h, l) T <= 1           (NIC load <= T c)
+// The totals keep each NIC row L + 2 long; written out, a row would hold every GPU of the
+// cluster, and a thousand-GPU cluster would not fit.
 // Objective: T, less a tie-break of eps * sum k (scatter the least among equal times).
 std::optional<RailBalance> balance_rails(const Topology& topo) {
   const Rails rails = rails_of(topo);
   if (!rails.ok) return std::nullopt;
   const std::size_t H = rails.hosts(), L = rails.per_host();
   const auto N = static_cast<int>(H * L);
+  const int time_column = N;
+  const auto total_column = [&](std::size_t l) { return N + 1 + static_cast<int>(l); };
   const double b = 1.0 / static_cast<double>(L - 1);
 
-  ClpSimplex lp;
-  lp.setLogLevel(0);
-  lp.resize(0, N + 1);
-  for (int g = 0; g < N; ++g) lp.setColumnBounds(g, 0, 1);
-  lp.setColumnBounds(N, 0, COIN_DBL_MAX);
+  CoinPackedMatrix rows(false, 0, 0);
+  rows.setDimensions(0, N + 1 + static_cast<int>(L));
+  std::vector<double> row_lower, row_upper;
+  std::vector<int> columns;
+  std::vector<double> values;
+  // -D(h, l) without its constant, appended to the row being built.
+  const auto append_minus_share = [&](std::size_t h, std::size_t l) {
+    for (std::size_t rail = 0; rail < L; ++rail) {
+      columns.push_back(rails.rank_at[h][rail]);
+      values.push_back(rail == l ? -1 : b);
+    }
+  };
+  const auto add_row = [&](double lower, double upper) {
+    rows.appendRow(static_cast<int>(columns.size()), columns.data(), values.data());
+    row_lower.push_back(lower);
+    row_upper.push_back(upper);
+    columns.clear();
+    values.clear();
+  };
+  for (std::size_t l = 0; l < L; ++l) {
+    columns.push_back(total_column(l));
+    values.push_back(1);
+    for (std::size_t h = 0; h < H; ++h) append_minus_share(h, l);
+    add_row(static_cast<double>(H), static_cast<double>(H));
+  }
   for (std::size_t h = 0; h < H; ++h)
     for (std::size_t l = 0; l < L; ++l)
       for (std::size_t n : excluded_hosts(h, H)) {
-        std::vector<int> columns;
-        std::vector<double> values;
-        for (std::size_t other = 0; other < H; ++other) {
-          if (other == n) continue;
-          for (std::size_t rail = 0; rail < L; ++rail) {
-            columns.push_back(rails.rank_at[other][rail]);
-            values.push_back(rail == l ? 1 : -b);
-          }
-        }
-        columns.push_back(N);
+        columns.push_back(total_column(l));
+        values.push_back(1);
+        append_minus_share(n, l);
+        columns.push_back(time_column);
         values.push_back(-rails.port[static_cast<std::size_t>(rails.rank_at[h][l])]);
-        lp.addRow(static_cast<int>(columns.size()), columns.data(), values.data(), -COIN_DBL_MAX,
-                  -static_cast<double>(H - 1));
+        add_row(-COIN_DBL_MAX, 1);
       }
+
   const std::vector<double> ones(static_cast<std::size_t>(N), 1.0);
   const double even_time = busiest_nic_time(rails, ones);
   const double eps = 1e-4 * even_time / N;
-  lp.setObjectiveCoefficient(N, 1);
-  for (int g = 0; g < N; ++g) lp.setObjectiveCoefficient(g, -eps);
+  std::vector<double> column_lower(static_cast<std::size_t>(N) + 1 + L, 0);
+  std::vector<double> column_upper(column_lower.size(), COIN_DBL_MAX);
+  std::vector<double> objective(column_lower.size(), 0);
+  std::fill_n(column_upper.begin(), N, 1.0);
+  std::fill_n(objective.begin(), N, -eps);
+  objective[static_cast<std::size_t>(time_column)] = 1;
+
+  ClpSimplex lp;
+  lp.setLogLevel(0);
+  lp.loadProblem(rows, column_lower.data(), column_upper.data(), objective.data(), row_lower.data(),
+                 row_upper.data());
   lp.primal();
   if (lp.status() != 0) return std::nullopt;  // cannot happen (k = 1 is feasible); no program
 
