@@ -15,6 +15,7 @@
 #include "measured_runs.hpp"
 #include "optiflow/baselines/baseline.hpp"
 #include "optiflow/db/store.hpp"
+#include "optiflow/explore/distributed.hpp"
 #include "optiflow/explore/explore.hpp"
 #include "optiflow/hw_runner/nccl_backend.hpp"
 #include "optiflow/llm/llm_proposer.hpp"
@@ -68,6 +69,8 @@ struct ExploreArgs {
   std::int64_t resume = 0;
   std::string hw;  ///< --hw backend; empty: simulate only
   int hw_iters = 20;
+  bool distributed = false;
+  explore::DistributedOptions distributed_options;
   LlmFlags llm;
   std::optional<llm::LlmSettings> llm_settings;  // read once, when a proposer needs them
 
@@ -261,8 +264,20 @@ void run_explore(ExploreArgs& args) {
     progress.finish();
     std::cerr << "warning: " << message << "\n";
   };
-  const auto result = explore::explore(args.options, proposer_factory(args),
-                                       [&](const explore::Progress& p) { progress(p); });
+  const explore::ProgressSink sink = [&](const explore::Progress& p) { progress(p); };
+  std::optional<explore::DistributedJob> job;
+  if (args.distributed) {
+    if (!args.hw.empty())
+      throw support::OptionError("distributed",
+                                 "cannot be combined with --hw (a measurement starts its own MPI "
+                                 "job); explore with --hw in one process");
+    job.emplace();
+  }
+  const std::optional<explore::ExploreResult> maybe_result =
+      job ? job->explore(args.options, proposer_factory(args), sink, args.distributed_options)
+          : explore::explore(args.options, proposer_factory(args), sink);
+  if (!maybe_result) return;  // a rank that evaluated for rank 0
+  const explore::ExploreResult& result = *maybe_result;
   progress.finish();
   print_result(result, args.collective, args.options.db_path, args.hw);
   print_model_calls(result, args.options.db_path);
@@ -359,6 +374,16 @@ void add_explore_command(CLI::App& app) {
   cmd->add_option("--hw-iters", args->hw_iters, "timed iterations per size of a measurement")
       ->capture_default_str()
       ->group(hw);
+  const char* cluster = "Cluster (docs/cluster.md)";
+  cmd->add_flag("--distributed", args->distributed,
+                "under mpirun or srun: rank 0 explores, every rank evaluates candidates")
+      ->group(cluster);
+  cmd->add_option("--rank-timeout", args->distributed_options.rank_timeout_s,
+                  "with --distributed: seconds a rank may hold one candidate before it is given "
+                  "up and the candidate evaluated elsewhere")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group(cluster);
   add_llm_options(*cmd, args->llm);
   cmd->callback([args] { run_explore(*args); });
 }

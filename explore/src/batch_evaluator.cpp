@@ -2,7 +2,10 @@
 // run in parallel, each candidate on its own, so the results never depend on the thread count.
 #include "batch_evaluator.hpp"
 
+#include <stdexcept>
+
 #include "optiflow/support/parallel.hpp"
+#include "remote_evaluators.hpp"
 
 namespace optiflow::explore {
 
@@ -15,35 +18,38 @@ void CandidateCache::remember_program(const std::string& canonical, Known known)
   programs_[canonical] = std::move(known);
 }
 
-const Simulated* CandidateCache::find_or_claim_schedule(const std::string& schedule_hash) {
-  const auto [it, claimed] = schedules_.try_emplace(schedule_hash);
-  return claimed ? nullptr : &it->second;
+const Simulated* CandidateCache::find_schedule(const std::string& schedule_hash) const {
+  const auto it = schedules_.find(schedule_hash);
+  return it == schedules_.end() ? nullptr : &it->second;
 }
 
 void CandidateCache::remember_schedule(const std::string& schedule_hash,
                                        const Simulated& simulated) {
-  schedules_[schedule_hash] = simulated;
+  schedules_.try_emplace(schedule_hash, simulated);
 }
 
 const CandidateCache::Known& CandidateCache::program(const std::string& canonical) const {
   return programs_.at(canonical);
 }
 
-const Simulated& CandidateCache::schedule(const std::string& schedule_hash) const {
-  return schedules_.at(schedule_hash);
-}
-
 BatchEvaluator::BatchEvaluator(const topology::Topology& topology, support::Collective collective,
                                const Reference& reference, unsigned threads)
     : topology_(topology), collective_(collective), reference_(reference), threads_(threads) {}
 
+// Each new program is compiled, simulated and, unless it is kept, dropped in one task: a batch
+// of thousand-GPU schedules (a gigabyte each) would not fit in memory at once.
 void BatchEvaluator::evaluate(std::vector<Candidate>& batch) {
   const std::vector<std::size_t> fresh = parse_and_find_repeats(batch);
-  compile(batch, fresh);
-  simulate(batch, fresh);
-  for (std::size_t i : fresh)
-    cache_.remember_program(batch[i].parsed.canonical,
-                            {batch[i].compiled.light(), batch[i].simulated});
+  if (remote_)
+    evaluate_remotely(batch, fresh);
+  else
+    support::parallel_for(fresh.size(), threads_,
+                          [&](std::size_t k) { compile_and_simulate(batch[fresh[k]]); });
+  for (std::size_t i : fresh) {
+    Candidate& c = batch[i];
+    if (c.compiled.ok) cache_.remember_schedule(c.compiled.schedule_hash, c.simulated);
+    cache_.remember_program(c.parsed.canonical, {c.compiled.light(), c.simulated});
+  }
   for (Candidate& c : batch)
     if (c.reused) {
       const CandidateCache::Known& known = cache_.program(c.parsed.canonical);
@@ -67,34 +73,39 @@ std::vector<std::size_t> BatchEvaluator::parse_and_find_repeats(std::vector<Cand
   return fresh;
 }
 
-void BatchEvaluator::compile(std::vector<Candidate>& batch, const std::vector<std::size_t>& fresh) {
-  support::parallel_for(fresh.size(), threads_, [&](std::size_t k) {
-    Candidate& c = batch[fresh[k]];
-    c.compiled = compile_candidate(c.parsed, topology_, collective_);
-    c.parsed.program.reset();
-  });
+// A new program may compile to a schedule simulated in an earlier batch: it costs no
+// simulation. (Two of one batch are both simulated; the cache is only read while tasks run.)
+void BatchEvaluator::compile_and_simulate(Candidate& c) const {
+  c.compiled = compile_candidate(c.parsed, topology_, collective_);
+  c.parsed.program.reset();
+  if (!c.compiled.ok) return;
+  if (const Simulated* known = cache_.find_schedule(c.compiled.schedule_hash))
+    c.simulated = *known;
+  else
+    c.simulated = simulate_candidate(c.compiled.schedule, topology_, reference_);
+  if (keep_ && !keep_(c)) c.compiled.schedule = {};
 }
 
-// A new program may compile to a schedule simulated before: it costs no simulation.
-void BatchEvaluator::simulate(std::vector<Candidate>& batch,
-                              const std::vector<std::size_t>& fresh) {
-  std::vector<std::size_t> to_simulate, repeats;
-  for (std::size_t i : fresh) {
-    Candidate& c = batch[i];
-    if (!c.compiled.ok) continue;
-    if (cache_.find_or_claim_schedule(c.compiled.schedule_hash))
-      repeats.push_back(i);  // its simulation may still be on its way, earlier in this batch
-    else
-      to_simulate.push_back(i);
-  }
-  support::parallel_for(to_simulate.size(), threads_, [&](std::size_t k) {
-    Candidate& c = batch[to_simulate[k]];
-    c.simulated = simulate_candidate(c.compiled.schedule, topology_, reference_);
+// Results come back without schedules: a kept one is compiled again here, and must be the
+// schedule the other process simulated.
+void BatchEvaluator::evaluate_remotely(std::vector<Candidate>& batch,
+                                       const std::vector<std::size_t>& fresh) {
+  std::vector<Candidate*> todo;
+  for (std::size_t i : fresh) todo.push_back(&batch[i]);
+  remote_->evaluate(todo, [this](Candidate& c) { compile_and_simulate(c); });
+  std::vector<Candidate*> kept;
+  for (Candidate* c : todo)
+    if (c->compiled.ok && c->parsed.program && (!keep_ || keep_(*c))) kept.push_back(c);
+  support::parallel_for(kept.size(), threads_, [&](std::size_t k) {
+    Candidate& c = *kept[k];
+    Compiled here = compile_candidate(c.parsed, topology_, collective_);
+    if (here.schedule_hash != c.compiled.schedule_hash)
+      throw std::runtime_error("explore --distributed: candidate " + std::to_string(c.seq) +
+                               " compiled to schedule " + here.schedule_hash + " here but to " +
+                               c.compiled.schedule_hash + " elsewhere");
+    c.compiled.schedule = std::move(here.schedule);
   });
-  for (std::size_t i : to_simulate)
-    cache_.remember_schedule(batch[i].compiled.schedule_hash, batch[i].simulated);
-  for (std::size_t i : repeats)
-    batch[i].simulated = cache_.schedule(batch[i].compiled.schedule_hash);
+  for (Candidate* c : todo) c->parsed.program.reset();
 }
 
 }  // namespace optiflow::explore

@@ -1,8 +1,10 @@
 // Evaluates a batch of candidates: parse, compile (which verifies) and simulate, on all cores,
-// remembering what it has seen so that no program is compiled and no schedule simulated twice.
+// remembering what it has seen so that no program is compiled twice and no schedule of an
+// earlier batch simulated again.
 // It needs nothing of a run but its topology, collective and sizes, so any process can run it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,16 +28,17 @@ class CandidateCache {
   /// (in the same batch) wait for its results instead of being evaluated again.
   const Known* find_or_claim_program(const std::string& canonical);
   void remember_program(const std::string& canonical, Known known);
-  /// Like find_or_claim_program, for a schedule's simulation.
-  const Simulated* find_or_claim_schedule(const std::string& schedule_hash);
-  void remember_schedule(const std::string& schedule_hash, const Simulated& simulated);
   const Known& program(const std::string& canonical) const;
-  const Simulated& schedule(const std::string& schedule_hash) const;
+  /// The schedule's simulation, or null when none is remembered.
+  const Simulated* find_schedule(const std::string& schedule_hash) const;
+  void remember_schedule(const std::string& schedule_hash, const Simulated& simulated);
 
  private:
   std::map<std::string, Known> programs_;       // by canonical program
   std::map<std::string, Simulated> schedules_;  // by schedule hash
 };
+
+class RemoteEvaluators;
 
 class BatchEvaluator {
  public:
@@ -44,19 +47,29 @@ class BatchEvaluator {
   BatchEvaluator(const topology::Topology& topology, support::Collective collective,
                  const Reference& reference, unsigned threads);
 
+  /// Which compiled candidates keep their schedule once simulated (the others keep their
+  /// results and hash only); every one when unset. Called from the worker threads, once a
+  /// candidate is simulated: it must only read.
+  using KeepSchedule = std::function<bool(const Candidate&)>;
+  void keep_schedules_if(KeepSchedule keep) { keep_ = std::move(keep); }
+  /// Spreads the new programs of each batch over other processes too; null: this one only.
+  void use_remote(RemoteEvaluators* remote) { remote_ = remote; }
+
   /// Fills each candidate's parsed, compiled and simulated results, in place; a candidate
   /// whose program was evaluated before is marked `reused` and costs nothing.
   void evaluate(std::vector<Candidate>& batch);
 
  private:
   std::vector<std::size_t> parse_and_find_repeats(std::vector<Candidate>& batch);
-  void compile(std::vector<Candidate>& batch, const std::vector<std::size_t>& fresh);
-  void simulate(std::vector<Candidate>& batch, const std::vector<std::size_t>& fresh);
+  void compile_and_simulate(Candidate& c) const;
+  void evaluate_remotely(std::vector<Candidate>& batch, const std::vector<std::size_t>& fresh);
 
   const topology::Topology& topology_;
   support::Collective collective_;
   const Reference& reference_;
   unsigned threads_;
+  KeepSchedule keep_;
+  RemoteEvaluators* remote_ = nullptr;
   CandidateCache cache_;
 };
 

@@ -14,6 +14,7 @@
 #include "optiflow/topology/topology_io.hpp"
 #include "program_database.hpp"
 #include "proposal_feed.hpp"
+#include "remote_evaluators.hpp"
 #include "run_record.hpp"
 #include "winners.hpp"
 
@@ -29,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 class Exploration {
  public:
   Exploration(const ExploreOptions& options, const propose::ProposerFactory& make_proposer,
-              const ProgressSink& progress)
+              const ProgressSink& progress, RemoteEvaluators* remote)
       : start_(Clock::now()),
         options_(options),
         record_(options_),
@@ -42,6 +43,10 @@ class Exploration {
         hw_(options_),
         progress_(progress) {
     options_.sizes = reference_.sizes;
+    if (remote) {
+      remote->start(topology_, options_.collective, reference_);
+      evaluator_.use_remote(remote);
+    }
     record_.begin(options_, topology_);
     context_ = propose::ProposalContext{&topology_,          options_.collective, reference_.sizes,
                                         reference_.bound_us, reference_.nccl,     record_.id(),
@@ -55,6 +60,11 @@ class Exploration {
     feed_ =
         std::make_unique<ProposalFeed>(*proposer_, population_, winners_, topology_, options_.seed);
     build_floor();
+    // Only a candidate that beats this batch's winners at some size can become one: the others'
+    // schedules are dropped as soon as they are simulated (measurements need every schedule).
+    evaluator_.keep_schedules_if([this](const Candidate& c) {
+      return hw_.active() || winners_.improves_some_size(c, nullptr);
+    });
   }
 
   ExploreResult run() {
@@ -218,9 +228,15 @@ class Exploration {
 
 }  // namespace
 
+ExploreResult explore_with(const ExploreOptions& options,
+                           const propose::ProposerFactory& make_proposer,
+                           const ProgressSink& progress, RemoteEvaluators* remote) {
+  return Exploration(options, make_proposer, progress, remote).run();
+}
+
 ExploreResult explore(const ExploreOptions& options, const propose::ProposerFactory& make_proposer,
                       const ProgressSink& progress) {
-  return Exploration(options, make_proposer, progress).run();
+  return explore_with(options, make_proposer, progress, nullptr);
 }
 
 }  // namespace optiflow::explore
