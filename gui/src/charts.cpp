@@ -1,16 +1,36 @@
 #include "charts.hpp"
 
+#include <QCategoryAxis>
 #include <QChartView>
 #include <QLineSeries>
-#include <QLogValueAxis>
 #include <QPen>
 #include <QScatterSeries>
 #include <QValueAxis>
 #include <algorithm>
+#include <bit>
+#include <cmath>
 
 #include "optiflow/support/sizes.hpp"
 
 namespace optiflow::gui {
+namespace {
+
+// Sizes are placed at log2(bytes) on a linear axis whose labels read as sizes do (1K, 32M):
+// Qt's log axis can only print numbers.
+double size_position(std::uint64_t bytes) {
+  return std::log2(static_cast<double>(bytes));
+}
+
+// Labels at every `step`-th power of two from lo to hi, at most about eight of them.
+void label_sizes(QCategoryAxis* axis, std::uint64_t lo, std::uint64_t hi) {
+  for (const QString& label : axis->categoriesLabels()) axis->remove(label);
+  const int first = std::bit_width(lo - 1), last = std::bit_width(hi) - 1;
+  const int step = std::max(1, (last - first + 7) / 8);
+  for (int e = first; e <= last; e += step) axis->append(size_label(std::uint64_t{1} << e), e);
+  axis->setRange(size_position(lo), size_position(hi));
+}
+
+}  // namespace
 
 QChartView* make_chart_view(const QString& title, QWidget* parent) {
   auto* chart = new QChart();
@@ -30,11 +50,9 @@ void reset_size_chart(QChart* chart, const QString& title, const QString& y_titl
     delete axis;
   }
   chart->setTitle(title);
-  auto* x = new QLogValueAxis();
-  x->setBase(8);
-  x->setLabelFormat("%.0f");
-  x->setTitleText("buffer size per rank (KiB, log scale)");
-  x->setMinorTickCount(0);
+  auto* x = new QCategoryAxis();
+  x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+  x->setTitleText("buffer size per rank (log scale)");
   auto* y = new QValueAxis();
   y->setTitleText(y_title);
   y->setLabelFormat("%.0f");
@@ -48,7 +66,7 @@ QLineSeries* add_size_series(QChart* chart, const QString& name,
   auto* series = new QLineSeries();
   series->setName(name);
   for (std::size_t i = 0; i < sizes.size() && i < values.size(); ++i)
-    if (values[i] > 0) series->append(static_cast<double>(sizes[i]) / 1024.0, values[i]);
+    if (values[i] > 0) series->append(size_position(sizes[i]), values[i]);
   QPen pen(colour);
   pen.setWidthF(dashed ? 1.5 : 2.0);
   if (dashed) pen.setStyle(Qt::DashLine);
@@ -70,10 +88,10 @@ QLineSeries* add_size_series(QChart* chart, const QString& name,
       y->applyNiceNumbers();
     }
   }
-  if (!horizontal.isEmpty() && !sizes.empty()) {
+  auto* x = horizontal.isEmpty() ? nullptr : qobject_cast<QCategoryAxis*>(horizontal.front());
+  if (x && !sizes.empty()) {
     const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
-    horizontal.front()->setRange(static_cast<double>(*lo) / 1024.0,
-                                 static_cast<double>(*hi) / 1024.0);
+    label_sizes(x, *lo, *hi);
   }
   return series;
 }

@@ -15,7 +15,8 @@ namespace optiflow::gui {
 /// A chart view with antialiasing, a title and the legend at the bottom.
 QChartView* make_chart_view(const QString& title, QWidget* parent);
 
-/// Clears the chart and sets a log-scale x axis of sizes per rank (KiB) and a linear y axis.
+/// Clears the chart and sets a log-scale x axis of sizes per rank, labelled 1K, 1M, 1G, and a
+/// linear y axis.
 void reset_size_chart(QChart* chart, const QString& title, const QString& y_title);
 
 /// Adds a line of (size, value) points, skipping zeros; `dashed` for bounds.

@@ -62,6 +62,56 @@ explore::Comparison from_record(const db::ComparisonRecord& record) {
   return c;
 }
 
+// One row per size, a column per contender: its bus bandwidth and x bound, the fastest of the
+// row in bold; the time, the speed-up over NCCL and what it ran at that size in the tooltip.
+void fill_table(QTableWidget* table, const explore::Comparison& c) {
+  const double factor = support::busbw_factor(c.collective, c.ranks);
+  QStringList headers{QObject::tr("size"), QObject::tr("bound (GB/s)")};
+  for (const explore::Contender& k : c.contenders) headers << QString::fromStdString(k.name);
+  table->clear();
+  table->setColumnCount(static_cast<int>(headers.size()));
+  table->setHorizontalHeaderLabels(headers);
+  table->setRowCount(static_cast<int>(c.sizes.size()));
+  const auto right_aligned = [](const QString& text) {
+    auto* item = new QTableWidgetItem(text);
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return item;
+  };
+  for (std::size_t s = 0; s < c.sizes.size(); ++s) {
+    const int row = static_cast<int>(s);
+    table->setItem(row, 0, right_aligned(size_label(c.sizes[s])));
+    const double bound_GBps = support::GBps_of(static_cast<double>(c.sizes[s]), c.bound_us[s]);
+    table->setItem(row, 1, right_aligned(QString::number(bound_GBps * factor, 'f', 2)));
+    QTableWidgetItem* fastest = nullptr;
+    double fastest_us = 0;
+    for (std::size_t k = 0; k < c.contenders.size(); ++k) {
+      const explore::Contender& contender = c.contenders[k];
+      if (s >= contender.results.size() || contender.results[s].time_us <= 0) continue;
+      const support::SizeResult& p = contender.results[s];
+      auto* item = right_aligned(QString("%1 (%2x)")
+                                     .arg(p.busbw_GBps, 0, 'f', 2)
+                                     .arg(p.time_us / c.bound_us[s], 0, 'f', 3));
+      QString tip = QObject::tr("%1 us").arg(p.time_us, 0, 'f', 3);
+      if (s < c.nccl_us.size() && c.nccl_us[s] > 0)
+        tip += QObject::tr("; %1x NCCL's speed").arg(c.nccl_us[s] / p.time_us, 0, 'f', 2);
+      if (s < contender.choices.size() && !contender.choices[s].empty())
+        tip += "; " + QString::fromStdString(contender.choices[s]);
+      item->setToolTip(tip);
+      table->setItem(row, static_cast<int>(k) + 2, item);
+      if (!fastest || p.time_us < fastest_us) {
+        fastest = item;
+        fastest_us = p.time_us;
+      }
+    }
+    if (fastest) {
+      QFont bold = fastest->font();
+      bold.setBold(true);
+      fastest->setFont(bold);
+    }
+  }
+  table->resizeColumnsToContents();
+}
+
 }  // namespace
 
 ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent) {
@@ -102,11 +152,7 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent) {
   row2->addWidget(run_);
   row2->addStretch();
 
-  table_ = new QTableWidget(0, 8, this);
-  table_->setHorizontalHeaderLabels({tr("size"), tr("bound (us)"), tr("contender"), tr("time (us)"),
-                                     tr("busbw (GB/s)"), tr("x bound"), tr("vs nccl"),
-                                     tr("choice")});
-  table_->horizontalHeader()->setStretchLastSection(true);
+  table_ = new QTableWidget(0, 0, this);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
   chart_ = make_chart_view(tr("Bus bandwidth"), this);
@@ -257,28 +303,7 @@ void ComparisonView::show(explore::Comparison c) {
                        .arg(QString::fromStdString(c.topology))
                        .arg(QString::fromStdString(std::string(sim::to_string(c.model))))
                        .arg(c.ranks > 0 ? QString::number(c.ranks) : tr("?")));
-  table_->setRowCount(0);
-  for (std::size_t s = 0; s < c.sizes.size(); ++s)
-    for (const explore::Contender& k : c.contenders) {
-      if (s >= k.results.size()) continue;
-      const support::SizeResult& p = k.results[s];
-      const int row = table_->rowCount();
-      table_->insertRow(row);
-      auto set = [&](int column, const QString& text) {
-        auto* item = new QTableWidgetItem(text);
-        if (column != 2 && column != 7) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        table_->setItem(row, column, item);
-      };
-      set(0, size_label(c.sizes[s]));
-      set(1, QString::number(c.bound_us[s], 'f', 3));
-      set(2, QString::fromStdString(k.name));
-      set(3, QString::number(p.time_us, 'f', 3));
-      set(4, QString::number(p.busbw_GBps, 'f', 2));
-      set(5, QString::number(p.time_us / c.bound_us[s], 'f', 3));
-      set(6, s < c.nccl_us.size() ? QString("%1x").arg(c.nccl_us[s] / p.time_us, 0, 'f', 2) : "-");
-      set(7, QString::fromStdString(k.choices[s]));
-    }
-  table_->resizeColumnsToContents();
+  fill_table(table_, c);
 
   QChart* chart = chart_->chart();
   reset_size_chart(chart,

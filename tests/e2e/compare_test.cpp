@@ -58,9 +58,12 @@ TEST_F(Compare, OursAgainstNcclAndAProgramWithTablePlotAndStoredResults) {
   std::size_t lines = 0;
   for (auto at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1))
     ++lines;
-  EXPECT_EQ(lines, 5u);  // the bound and four contenders
+  // Bandwidth: the bound and four contenders; speed-up over NCCL: NCCL at 1 and four contenders.
+  EXPECT_EQ(lines, 5u + 5u);
   EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
   EXPECT_NE(svg.find("bus bandwidth (GB/s)"), std::string::npos);
+  EXPECT_NE(svg.find("speed-up over NCCL"), std::string::npos);
+  EXPECT_NE(svg.find(">64K</text>"), std::string::npos);  // sizes read as sizes
 
   ASSERT_EQ(run(args + " --json --no-store", &out), 0) << err();
   const auto doc = nlohmann::json::parse(out);
@@ -127,8 +130,9 @@ TEST_F(Compare, WritesAPngPlotAndASynthesizersSolverReport) {
            (std::uint32_t{static_cast<unsigned char>(bytes[at + 2])} << 8) |
            std::uint32_t{static_cast<unsigned char>(bytes[at + 3])};
   };
-  EXPECT_EQ(be32(16), 1720u);  // the SVG's 860 x 520 at two pixels per SVG pixel
-  EXPECT_EQ(be32(20), 1040u);
+  // The SVG's 860 x 800 (bandwidth and speed-up panels) at two pixels per SVG pixel.
+  EXPECT_EQ(be32(16), 1720u);
+  EXPECT_EQ(be32(20), 1600u);
 }
 
 }  // namespace

@@ -205,7 +205,17 @@ TEST_F(GuiTest, ComparisonShowsTheStoredStudyAndExportsIt) {
   ASSERT_TRUE(view->comparison().has_value());
   const explore::Comparison& c = *view->comparison();
   ASSERT_EQ(c.contenders.size(), 3u);
-  EXPECT_EQ(view->table()->rowCount(), 3 * 4);
+  // One row per size, a column per contender after the size and the bound.
+  ASSERT_EQ(view->table()->rowCount(), 4);
+  ASSERT_EQ(view->table()->columnCount(), 2 + 3);
+  EXPECT_EQ(view->table()->horizontalHeaderItem(2)->text(),
+            QString::fromStdString(c.contenders[0].name));
+  EXPECT_EQ(view->table()->item(0, 0)->text(),
+            QString::fromStdString(support::format_size(c.sizes[0])));
+  int bold = 0;
+  for (int column = 2; column < 5; ++column)
+    bold += view->table()->item(3, column)->font().bold() ? 1 : 0;
+  EXPECT_EQ(bold, 1);                                     // the fastest at that size
   EXPECT_EQ(view->chart()->chart()->series().size(), 4);  // contenders and the bound
   EXPECT_EQ(c.ranks, 16);
   EXPECT_EQ(c.nccl_us.size(), 4u);
@@ -230,7 +240,8 @@ TEST_F(GuiTest, ComparisonRunsCompareOnAWorkerAndStoresIt) {
   EXPECT_TRUE(view->busy());
   ASSERT_TRUE(wait_for([&] { return !view->busy(); }));
   EXPECT_EQ(db::Store::open(db_).comparisons().size(), before + 1);
-  EXPECT_EQ(view->table()->rowCount(), 2 * 2);
+  EXPECT_EQ(view->table()->rowCount(), 2);
+  EXPECT_EQ(view->table()->columnCount(), 2 + 2);
   EXPECT_EQ(view->comparison()->contenders.front().name, "nccl");
 }
 
