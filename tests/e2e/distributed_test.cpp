@@ -16,19 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using optiflow::e2e::comparable_results;
 using optiflow::e2e::slurp;
-
-// The results of a run as CSV, without the columns that differ between runs (run id, time).
-std::string comparable_results(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    const std::size_t first = line.find(','), last = line.rfind(',');
-    if (first == std::string::npos || first == last) continue;
-    out += line.substr(first + 1, last - first - 1) + "\n";
-  }
-  return out;
-}
 
 // The winners' table, header to last row.
 std::string winners_table(const std::string& out) {

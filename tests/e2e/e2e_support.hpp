@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace optiflow::e2e {
 
@@ -28,6 +29,23 @@ inline int run_optiflow(const std::filesystem::path& dir, const std::string& arg
   const int status = std::system(command.c_str());
   if (out) *out = slurp(dir / "out");
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// `history export`'s CSV without the columns that differ between runs (run id, time).
+inline std::string comparable_results(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 2) continue;
+    cells.erase(cells.begin());  // run_id
+    cells.pop_back();            // recorded_at
+    for (const auto& c : cells) out += c + ",";
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace optiflow::e2e

@@ -22,24 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using optiflow::e2e::comparable_results;
 using optiflow::e2e::slurp;
-
-// The results of a run as CSV, without the columns that differ between runs (run id, time).
-std::string comparable_results(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 2) continue;
-    cells.erase(cells.begin());  // run_id
-    cells.pop_back();            // recorded_at
-    for (const auto& c : cells) out += c + ",";
-    out += "\n";
-  }
-  return out;
-}
 
 class Explore : public ::testing::Test {
  protected:
