@@ -187,10 +187,9 @@ class RankFarm final : public RemoteEvaluators {
       if (!waiting.empty()) {
         here(*todo[waiting.front()]);
         waiting.pop_front();
-      } else if (!collect(todo, waiting)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-      collect(todo, waiting);
+      if (!collect(todo, waiting) && waiting.empty())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       give_up_late_ranks(todo, waiting);
     }
   }
@@ -234,7 +233,6 @@ class RankFarm final : public RemoteEvaluators {
         warn_("rank " + std::to_string(rank) + " could not evaluate candidate " +
               std::to_string(todo[task]->seq) + " (" + m.at("error").get<std::string>() +
               "); it is evaluated elsewhere and the rank is sent no more");
-        stopped_.insert(rank);
         send_text("", rank, kStop);
         waiting.push_front(task);
         continue;
@@ -265,7 +263,7 @@ class RankFarm final : public RemoteEvaluators {
   std::function<void(const std::string&)> warn_;
   std::deque<int> free_;
   std::map<int, Busy> busy_;
-  std::set<int> given_up_, stopped_;
+  std::set<int> given_up_;
 };
 
 }  // namespace
