@@ -40,11 +40,12 @@ BatchEvaluator::BatchEvaluator(const topology::Topology& topology, support::Coll
 // of thousand-GPU schedules (a gigabyte each) would not fit in memory at once.
 void BatchEvaluator::evaluate(std::vector<Candidate>& batch) {
   const std::vector<std::size_t> fresh = parse_and_find_repeats(batch);
+  const std::optional<std::vector<double>> best = winner_times_ ? winner_times_() : std::nullopt;
   if (remote_)
-    evaluate_remotely(batch, fresh);
+    evaluate_remotely(batch, fresh, best);
   else
     support::parallel_for(fresh.size(), threads_,
-                          [&](std::size_t k) { compile_and_simulate(batch[fresh[k]]); });
+                          [&](std::size_t k) { compile_and_simulate(batch[fresh[k]], best); });
   for (std::size_t i : fresh) {
     Candidate& c = batch[i];
     if (c.compiled.ok) cache_.remember_schedule(c.compiled.schedule_hash, c.simulated);
@@ -75,7 +76,19 @@ std::vector<std::size_t> BatchEvaluator::parse_and_find_repeats(std::vector<Cand
 
 // A new program may compile to a schedule simulated in an earlier batch: it costs no
 // simulation. (Two of one batch are both simulated; the cache is only read while tasks run.)
-void BatchEvaluator::compile_and_simulate(Candidate& c) const {
+namespace {
+
+// Whether `c` is faster than `best` at some size (a time of 0: no winner there yet).
+bool beats_somewhere(const Candidate& c, const std::vector<double>& best) {
+  for (std::size_t s = 0; s < best.size() && s < c.simulated.results.size(); ++s)
+    if (best[s] == 0 || c.simulated.results[s].time_us < best[s]) return true;
+  return false;
+}
+
+}  // namespace
+
+void BatchEvaluator::compile_and_simulate(Candidate& c,
+                                          const std::optional<std::vector<double>>& best) const {
   c.compiled = compile_candidate(c.parsed, topology_, collective_);
   c.parsed.program.reset();
   if (!c.compiled.ok) return;
@@ -83,19 +96,32 @@ void BatchEvaluator::compile_and_simulate(Candidate& c) const {
     c.simulated = *known;
   else
     c.simulated = simulate_candidate(c.compiled.schedule, topology_, reference_);
-  if (keep_ && !keep_(c)) c.compiled.schedule = {};
+  if (best && !beats_somewhere(c, *best)) c.compiled.schedule = {};
 }
 
-// Results come back without schedules: a kept one is compiled again here, and must be the
-// schedule the other process simulated.
+// Results come back without schedules: a winner's is compiled again here, and must be the
+// schedule the other process simulated. Here every result of the batch is known, so only the
+// candidates that will win when committed in order are compiled again.
 void BatchEvaluator::evaluate_remotely(std::vector<Candidate>& batch,
-                                       const std::vector<std::size_t>& fresh) {
+                                       const std::vector<std::size_t>& fresh,
+                                       const std::optional<std::vector<double>>& best) {
   std::vector<Candidate*> todo;
   for (std::size_t i : fresh) todo.push_back(&batch[i]);
-  remote_->evaluate(todo, [this](Candidate& c) { compile_and_simulate(c); });
+  remote_->evaluate(todo, [&](Candidate& c) { compile_and_simulate(c, best); });
+  std::optional<std::vector<double>> running = best;
   std::vector<Candidate*> kept;
-  for (Candidate* c : todo)
-    if (c->compiled.ok && c->parsed.program && (!keep_ || keep_(*c))) kept.push_back(c);
+  for (Candidate* c : todo) {
+    if (!c->compiled.ok) continue;
+    if (running) {
+      if (!beats_somewhere(*c, *running)) continue;
+      for (std::size_t s = 0; s < running->size() && s < c->simulated.results.size(); ++s) {
+        double& time = (*running)[s];
+        const double candidate = c->simulated.results[s].time_us;
+        if (time == 0 || candidate < time) time = candidate;
+      }
+    }
+    if (c->parsed.program) kept.push_back(c);  // evaluated elsewhere
+  }
   support::parallel_for(kept.size(), threads_, [&](std::size_t k) {
     Candidate& c = *kept[k];
     Compiled here = compile_candidate(c.parsed, topology_, collective_);

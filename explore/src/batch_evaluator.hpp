@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,12 @@ class BatchEvaluator {
   BatchEvaluator(const topology::Topology& topology, support::Collective collective,
                  const Reference& reference, unsigned threads);
 
-  /// Which compiled candidates keep their schedule once simulated (the others keep their
-  /// results and hash only); every one when unset. Called from the worker threads, once a
-  /// candidate is simulated: it must only read.
-  using KeepSchedule = std::function<bool(const Candidate&)>;
-  void keep_schedules_if(KeepSchedule keep) { keep_ = std::move(keep); }
+  /// The winners' simulated time per size before a batch (0: none), or nullopt where every
+  /// schedule must be kept (measurements need them). A candidate that beats neither them nor
+  /// an earlier candidate of its batch at any size cannot become a winner: its schedule is
+  /// dropped once it is simulated. Unset: every schedule is kept.
+  using WinnerTimes = std::function<std::optional<std::vector<double>>()>;
+  void keep_schedules_of_winners(WinnerTimes times) { winner_times_ = std::move(times); }
   /// Spreads the new programs of each batch over other processes too; null: this one only.
   void use_remote(RemoteEvaluators* remote) { remote_ = remote; }
 
@@ -61,14 +63,15 @@ class BatchEvaluator {
 
  private:
   std::vector<std::size_t> parse_and_find_repeats(std::vector<Candidate>& batch);
-  void compile_and_simulate(Candidate& c) const;
-  void evaluate_remotely(std::vector<Candidate>& batch, const std::vector<std::size_t>& fresh);
+  void compile_and_simulate(Candidate& c, const std::optional<std::vector<double>>& best) const;
+  void evaluate_remotely(std::vector<Candidate>& batch, const std::vector<std::size_t>& fresh,
+                         const std::optional<std::vector<double>>& best);
 
   const topology::Topology& topology_;
   support::Collective collective_;
   const Reference& reference_;
   unsigned threads_;
-  KeepSchedule keep_;
+  WinnerTimes winner_times_;
   RemoteEvaluators* remote_ = nullptr;
   CandidateCache cache_;
 };

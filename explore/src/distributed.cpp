@@ -1,6 +1,7 @@
-// explore --distributed: rank 0 deals candidates to the other ranks as JSON messages and takes
-// their results back; the messages carry program text and results, never schedules (a
-// thousand-GPU schedule is a gigabyte; rank 0 compiles again the few it keeps).
+// explore --distributed: rank 0 deals candidates to the other ranks (and to a thread of its
+// own) as JSON messages and takes their results back; the messages carry program text and
+// results, never schedules (a thousand-GPU schedule is a gigabyte; rank 0 compiles again the
+// few that win).
 #include "optiflow/explore/distributed.hpp"
 
 #include <mpi.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <future>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -114,6 +116,20 @@ bool told_to_hang(int rank) {
   return value != nullptr && std::atoi(value) == rank;
 }
 
+// Rank 0's next message. Waits by polling and sleeping: a blocking MPI_Probe spins in Open
+// MPI and would take the core from a rank that computes, where ranks outnumber cores.
+std::string await_rank0(MPI_Status& status) {
+  for (int polls = 0;; ++polls) {
+    int arrived = 0;
+    check(MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &arrived, &status), "MPI_Iprobe");
+    if (arrived) return receive_text(status, 0, status.MPI_TAG);
+    if (polls < 100)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 void serve(int rank) {
   std::optional<topology::Topology> topology;
   support::Collective collective = support::Collective::all_gather;
@@ -121,7 +137,7 @@ void serve(int rank) {
   std::string setup_error = "a task before the setup";
   for (;;) {
     MPI_Status status;
-    const std::string text = receive_text(status, 0);
+    const std::string text = await_rank0(status);
     if (status.MPI_TAG == kStop) return;
     const json message = json::parse(text);
     if (status.MPI_TAG == kSetup) {
@@ -175,21 +191,25 @@ class RankFarm final : public RemoteEvaluators {
     for (int r : free_) send_text(setup, r, kSetup);
   }
 
-  // Each free rank gets the next candidate; rank 0 takes one itself whenever none is free,
-  // then collects what has come back. A rank past its time is given up and its candidate
+  // Each free rank gets the next candidate, and so does a thread of rank 0's own whenever it is
+  // free; this thread only deals and collects (MPI is called from it alone), so that no rank
+  // waits for rank 0 to finish a candidate. A rank past its time is given up and its candidate
   // dealt again.
   void evaluate(std::span<Candidate* const> todo,
                 const std::function<void(Candidate&)>& here) override {
     std::deque<std::size_t> waiting;
     for (std::size_t i = 0; i < todo.size(); ++i) waiting.push_back(i);
-    while (!waiting.empty() || !busy_.empty()) {
+    std::future<void> local;
+    while (!waiting.empty() || !busy_.empty() || local.valid()) {
       while (!free_.empty() && !waiting.empty()) deal(todo, waiting, free_.front());
-      if (!waiting.empty()) {
-        here(*todo[waiting.front()]);
+      if (!local.valid() && !waiting.empty()) {
+        Candidate* c = todo[waiting.front()];
         waiting.pop_front();
+        local = std::async(std::launch::async, [&here, c] { here(*c); });
       }
-      if (!collect(todo, waiting) && waiting.empty())
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (local.valid() && local.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+        local.get();
+      if (!collect(todo, waiting)) std::this_thread::sleep_for(std::chrono::microseconds(200));
       give_up_late_ranks(todo, waiting);
     }
   }

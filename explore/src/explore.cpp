@@ -60,10 +60,11 @@ class Exploration {
     feed_ =
         std::make_unique<ProposalFeed>(*proposer_, population_, winners_, topology_, options_.seed);
     build_floor();
-    // Only a candidate that beats this batch's winners at some size can become one: the others'
+    // Only a candidate that beats the winners at some size can become one: the others'
     // schedules are dropped as soon as they are simulated (measurements need every schedule).
-    evaluator_.keep_schedules_if([this](const Candidate& c) {
-      return hw_.active() || winners_.improves_some_size(c, nullptr);
+    evaluator_.keep_schedules_of_winners([this]() -> std::optional<std::vector<double>> {
+      if (hw_.active()) return std::nullopt;
+      return winners_.simulated_times();
     });
   }
 

@@ -28,6 +28,12 @@ bool Winners::improves_some_size(const Candidate& c, const std::vector<double>* 
   return false;
 }
 
+std::vector<double> Winners::simulated_times() const {
+  std::vector<double> times;
+  for (const Best& best : best_) times.push_back(best.simulated.time_us);
+  return times;
+}
+
 void Winners::record(Candidate& c, std::int64_t program_id, const propose::Parent& parent,
                      const std::vector<double>* hw) {
   std::shared_ptr<const schedule::Schedule> kept;

@@ -21,6 +21,8 @@ class Winners {
 
   /// Whether the candidate (with its measured times, or null) becomes the winner at some size.
   bool improves_some_size(const Candidate& c, const std::vector<double>* hw) const;
+  /// Each size's winning simulated time (0: none yet), what a simulated candidate must beat.
+  std::vector<double> simulated_times() const;
   /// Makes the candidate the winner at every size where it beats the winner so far; a winner
   /// keeps its schedule (moved out of the candidate, the last to need it).
   void record(Candidate& c, std::int64_t program_id, const propose::Parent& parent,

@@ -50,7 +50,9 @@ class Distributed : public ::testing::Test {
   // asan preset the ranks do not check leaks: the MPI library keeps memory until exit from
   // plugins it unloads before LeakSanitizer runs (tests/hw_runner/mpi_run_test.cpp).
   int run_ranks(const std::string& args, std::string* out, const std::string& env = "") const {
-    std::string mpirun = "mpirun -np 3 --oversubscribe --bind-to none";
+    // Bounded: once, under heavy load from other mpirun jobs, mpirun did not return after
+    // MPI_Abort although every rank had exited; the test then fails instead of hanging.
+    std::string mpirun = "timeout -k 10 300 mpirun -np 3 --oversubscribe --bind-to none";
     if (::geteuid() == 0) mpirun += " --allow-run-as-root";
     return optiflow::e2e::run_optiflow(
         dir_, args, out, env + " ASAN_OPTIONS='detect_leaks=0:abort_on_error=1' " + mpirun);
