@@ -41,9 +41,8 @@ void send_text(const std::string& text, int to, Tag tag) {
         "MPI_Send");
 }
 
-// The next message from `from` (any rank with MPI_ANY_SOURCE) with `tag` (any with
-// MPI_ANY_TAG), which must have arrived (probed) or be on its way.
-std::string receive_text(MPI_Status& status, int from = MPI_ANY_SOURCE, int tag = MPI_ANY_TAG) {
+// The next message from `from` with `tag`, which must have arrived (probed) or be on its way.
+std::string receive_text(MPI_Status& status, int from, int tag) {
   check(MPI_Probe(from, tag, MPI_COMM_WORLD, &status), "MPI_Probe");
   int count = 0;
   check(MPI_Get_count(&status, MPI_CHAR, &count), "MPI_Get_count");
@@ -331,9 +330,8 @@ std::optional<ExploreResult> DistributedJob::explore(const ExploreOptions& optio
     return std::nullopt;
   }
   if (state_->size == 1) return optiflow::explore::explore(options, make_proposer, progress);
-  std::function<void(const std::string&)> warn = options.warn;
-  if (!warn) warn = [](const std::string& m) { std::cerr << "warning: " << m << "\n"; };
-  RankFarm farm(state_->size, distributed.rank_timeout_s, warn);
+  RankFarm farm(state_->size, distributed.rank_timeout_s,
+                [&options](const std::string& m) { options.warning(m); });
   try {
     ExploreResult result = explore_with(options, make_proposer, progress, &farm);
     state_->abort = !farm.stop();

@@ -4,6 +4,7 @@
 #include "optiflow/explore/explore.hpp"
 
 #include <chrono>
+#include <iostream>
 #include <memory>
 
 #include "batch_evaluator.hpp"
@@ -228,6 +229,13 @@ class Exploration {
 };
 
 }  // namespace
+
+void ExploreOptions::warning(const std::string& message) const {
+  if (warn)
+    warn(message);
+  else
+    std::cerr << "warning: " << message << "\n";
+}
 
 ExploreResult explore_with(const ExploreOptions& options,
                            const propose::ProposerFactory& make_proposer,

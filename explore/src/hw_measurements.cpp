@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <set>
 
 namespace optiflow::explore {
@@ -77,10 +76,7 @@ void HwMeasurements::measure_one(const Candidate& c) {
 }
 
 void HwMeasurements::warn(const std::string& message) const {
-  if (options_.warn)
-    options_.warn(message);
-  else
-    std::cerr << "warning: " << message << "\n";
+  options_.warning(message);
 }
 
 }  // namespace optiflow::explore

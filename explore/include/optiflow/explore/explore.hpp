@@ -50,6 +50,9 @@ struct ExploreOptions {
   std::string hw_backend;  ///< with `measure`: its backend, for the record (mpi | nccl)
   /// Told why a measurement failed (the run goes on with the simulated result); empty: stderr.
   std::function<void(const std::string&)> warn;
+
+  /// Reports `message` through `warn`, or on stderr where it is unset.
+  void warning(const std::string& message) const;
 };
 
 /// The best schedule found for one size.
