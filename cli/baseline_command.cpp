@@ -89,6 +89,12 @@ void run_baseline_command(const BaselineArgs& args) {
   if (args.name == "teccl" && synthesis.teccl_chunks < 0)
     throw support::InputError(support::SourceLocation{"command line", 0, 0, "--teccl-chunks"},
                               "--teccl-chunks must be 0 (the default) or more");
+  if (synthesis.taccl_chunks < 0)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--taccl-chunks"},
+                              "--taccl-chunks must be 0 (the sketch's input_chunkup) or more");
+  if (synthesis.taccl_instances < 1)
+    throw support::InputError(support::SourceLocation{"command line", 0, 0, "--taccl-instances"},
+                              "--taccl-instances must be 1 or more");
   if (args.teccl_epoch != "auto")
     synthesis.teccl_epoch = args.teccl_epoch == "fastest" ? baselines::TecclEpoch::fastest
                                                           : baselines::TecclEpoch::slowest;
@@ -148,6 +154,12 @@ void add_baseline_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--sketch", args->synthesis.taccl_sketch,
                   "taccl: TACCL's communication sketch JSON (default: derived from the topology)");
+  cmd->add_option("--taccl-chunks", args->synthesis.taccl_chunks,
+                  "taccl: chunks per GPU, the sketch's input_chunkup (0: the sketch's)")
+      ->capture_default_str();
+  cmd->add_option("--taccl-instances", args->synthesis.taccl_instances,
+                  "taccl: instances, the schedule replicated on channels of its own")
+      ->capture_default_str();
   cmd->add_option("--teccl-mode", args->teccl_mode,
                   "teccl: auto | milp | lp | astar (auto: milp on one host, astar across hosts)")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 #include "optiflow/baselines/synthesis.hpp"
@@ -203,8 +204,11 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
         support::UnsupportedError::Subject::collective,
         "taccl builds allgather only (TACCL derives reduce-scatter and allreduce by reversing a "
         "synthesized allgather with `taccl combine`, which this baseline does not)");
-  const TacclSketch sketch = options.taccl_sketch.empty() ? default_taccl_sketch(topology)
-                                                          : read_taccl_sketch(options.taccl_sketch);
+  if (options.taccl_chunks < 0 || options.taccl_instances < 1)  // the caller's to check
+    throw std::invalid_argument("taccl: taccl_chunks must be >= 0 and taccl_instances >= 1");
+  TacclSketch sketch = options.taccl_sketch.empty() ? default_taccl_sketch(topology)
+                                                    : read_taccl_sketch(options.taccl_sketch);
+  if (options.taccl_chunks > 0) sketch.input_chunkup = options.taccl_chunks;
   const topology::TacclProfile* profile = options.taccl_profile ? &*options.taccl_profile : nullptr;
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
@@ -222,7 +226,8 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
   progress("taccl: " + stage_line(timed.report, logical.cost_unit));
 
   Synthesized result;
-  result.schedule = lower(topology, logical, space, timed);
+  result.schedule =
+      schedule::replicate_instances(lower(topology, logical, space, timed), options.taccl_instances);
   int grouped = 0;
   for (const auto& groups : timed.groups)
     for (const auto& g : groups) grouped += g.size() > 1 ? static_cast<int>(g.size()) : 0;
@@ -235,6 +240,10 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
       support::strprintf("ordering: TACCL's heuristic %d", ordering.heuristic),
       stage_line(timed.report, logical.cost_unit) +
           support::strprintf(", %d chunks sent in groups over inter-node links", grouped)};
+  if (options.taccl_instances > 1)
+    result.notes.push_back(support::strprintf(
+        "%d instances: each on channels of its own and 1/%d of every chunk",
+        options.taccl_instances, options.taccl_instances));
   result.solver.solver = std::string("CBC ") + CBC_VERSION;
   const bool optimal = routing.report.optimal() && timed.report.optimal();
   result.solver.status =

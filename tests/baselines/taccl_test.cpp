@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,24 @@ TEST(Taccl, A100NodeWithTheDefaultSwitchSketch) {
   const double bound_us =
       topology::LowerBound::compute(topo, Collective::all_gather).at(kMiB).time_us;
   EXPECT_NEAR(run.rows[0].sim.time_us, bound_us + 6 * step_us, 1e-9);
+}
+
+// What TACCL's evaluation sweeps: chunks per GPU set the synthesizer's chunk space, instances
+// replicate its schedule on channels of their own; both stay verified.
+TEST(Taccl, ChunksAndInstancesAsTacclSweepsThem) {
+  const auto topo = *topology::make_builtin_topology("a100x1");
+  const std::uint64_t sizes[] = {kMiB};
+  SynthesisOptions options = quick();
+  options.taccl_chunks = 2;
+  options.taccl_instances = 3;
+  const BaselineRun run = run_baseline("taccl", topo, Collective::all_gather, sizes, {}, options);
+  EXPECT_EQ(run.schedule.chunks, 8 * 2 * 3);
+  EXPECT_TRUE(schedule::verify_schedule(run.schedule).ok());
+  std::set<int> channels;
+  for (const auto& tb : run.schedule.programs[0].tbs) channels.insert(tb.channel);
+  EXPECT_EQ(channels.size(), 3u);
+  options.taccl_instances = 0;
+  EXPECT_THROW(taccl_synthesize(topo, Collective::all_gather, options), std::invalid_argument);
 }
 
 TEST(Taccl, Ndv2OneNodeFromTacclsFiles) {

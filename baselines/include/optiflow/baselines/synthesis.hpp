@@ -53,6 +53,11 @@ struct SynthesisOptions {
   /// TE-CCL's chunks per GPU (its `num_chunks`); 0: the synthesizer's default. Negative:
   /// std::invalid_argument (not an input error: the caller checks what its user gave).
   int teccl_chunks = 0;
+  /// TACCL's chunks per GPU (the sketch's input_chunkup); 0: the sketch's.
+  int taccl_chunks = 0;
+  /// TACCL's instances (MSCCL's: the schedule replicated on channels of its own, each copy on
+  /// a part of every chunk), as TACCL's evaluation sweeps them; 1: one.
+  int taccl_instances = 1;
 };
 
 /// A synthesized schedule (not yet verified) and what its solver reported.

@@ -171,4 +171,12 @@ void set_protocol_by_size(Schedule& schedule,
 /// topology of its ranks (each transfer then takes the cheapest path there).
 Schedule without_routes(Schedule schedule);
 
+/// MSCCL's instances: `instances` copies of the schedule side by side, copy i on channels of
+/// its own (i x the schedule's channels on) and on sub-chunk i of every chunk, so chunks grow
+/// `instances`-fold. Sub-chunks of a rank's slice (the All-Gather output, the Reduce-Scatter
+/// input) stay in that slice, so a step that spans slices is cut at their edges. Routes,
+/// dependencies and matching carry over; verify the result like any schedule.
+/// std::invalid_argument for instances < 1 (the caller checks what its user gave).
+Schedule replicate_instances(const Schedule& schedule, int instances);
+
 }  // namespace optiflow::schedule
