@@ -21,7 +21,7 @@ struct CompareArgs {
   explore::CompareOptions options;
   std::string collective = "allgather", sizes = support::kDefaultSizes, with = "ours,nccl",
               model = "alpha-beta";
-  std::string plot;
+  std::string plot, from;
   bool json = false, csv = false, no_store = false;
 };
 
@@ -74,6 +74,12 @@ void print_table(const explore::Comparison& c, const std::string& db) {
                "(above 1: faster than NCCL), all in the same cost model.\n";
 }
 
+explore::Comparison run_contenders(CompareArgs& args) {
+  const topology::Topology topo = topology::load_topology(args.options.topology);
+  load_files(args, topo);
+  return explore::compare(args.options);
+}
+
 void run_compare(CompareArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
@@ -85,9 +91,9 @@ void run_compare(CompareArgs& args) {
     throw support::InputError(support::SourceLocation{"command line", 0, 0, "--plot"},
                               "the plot is written as SVG or PNG: give a file name ending in "
                               ".svg or .png");
-  const topology::Topology topo = topology::load_topology(args.options.topology);
-  load_files(args, topo);
-  const explore::Comparison c = explore::compare(args.options);
+  const explore::Comparison c = args.from.empty() ? run_contenders(args)
+                                                  : explore::read_comparison_json(
+                                                        read_text_file(args.from), args.from);
   if (args.json)
     std::cout << explore::comparison_json(c);
   else if (args.csv)
@@ -122,6 +128,9 @@ void add_compare_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "print the comparison as JSON");
   cmd->add_flag("--csv", args->csv, "print the comparison as CSV");
   cmd->add_option("--plot", args->plot, "write busbw against size to OUT.svg or OUT.png");
+  cmd->add_option("--from", args->from,
+                  "print and plot a comparison JSON (as --json writes it) instead of running "
+                  "contenders");
   cmd->add_flag("--no-store", args->no_store, "do not record the comparison in the database");
   cmd->add_option("--time-limit", args->options.synthesis_time_limit_s,
                   "synthesizers (taccl, teccl, forestcoll): seconds per solver call")

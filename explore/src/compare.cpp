@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "optiflow/explore/sweep.hpp"
 #include "optiflow/schedule/schedule_io.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/parse_support.hpp"
 #include "optiflow/support/sizes.hpp"
 #include "optiflow/topology/bounds.hpp"
 #include "optiflow/topology/topology_io.hpp"
@@ -224,6 +226,7 @@ std::string comparison_json(const Comparison& c) {
   doc["topology"] = c.topology;
   doc["collective"] = support::to_string(c.collective);
   doc["model"] = sim::to_string(c.model);
+  doc["ranks"] = c.ranks;
   doc["sizes"] = c.sizes;
   doc["bound_us"] = c.bound_us;
   doc["contenders"] = nlohmann::ordered_json::array();
@@ -246,6 +249,59 @@ std::string comparison_json(const Comparison& c) {
                                  {"results", results}});
   }
   return doc.dump(2) + "\n";
+}
+
+Comparison read_comparison_json(std::string_view text, const std::string& source) {
+  const nlohmann::json doc = support::parse_json_text(text, source);
+  const support::FieldReader r(doc, "", source);
+  Comparison c;
+  c.topology = r.string("topology");
+  const std::string collective = r.string("collective");
+  const auto parsed = support::collective_from_string(collective);
+  if (!parsed) r.fail("collective", "unknown collective '" + collective + "'");
+  c.collective = *parsed;
+  const std::string model = r.string_or("model", "alpha-beta");
+  const auto parsed_model = sim::model_from_string(model);
+  if (!parsed_model) r.fail("model", "unknown model '" + model + "'");
+  c.model = *parsed_model;
+  c.ranks = r.int32("ranks", 1);
+  const nlohmann::json& sizes = r.array("sizes");
+  const nlohmann::json& bounds = r.array("bound_us");
+  if (bounds.size() != sizes.size()) r.fail("bound_us", "needs one entry per size");
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    const std::string at = "sizes[" + std::to_string(s) + "]";
+    c.sizes.push_back(static_cast<std::uint64_t>(
+        r.integer_value(sizes[s], at, 1, std::numeric_limits<std::int64_t>::max())));
+    if (!bounds[s].is_number()) r.fail("bound_us[" + std::to_string(s) + "]", "must be a number");
+    c.bound_us.push_back(bounds[s].get<double>());
+  }
+  const nlohmann::json& contenders = r.array("contenders");
+  for (std::size_t k = 0; k < contenders.size(); ++k) {
+    const support::FieldReader e(contenders[k], "contenders[" + std::to_string(k) + "]", source);
+    Contender contender;
+    contender.name = e.string("name");
+    contender.synthesis_s = e.number_or("synthesis_s", 0);
+    contender.status = e.string_or("status", "");
+    const nlohmann::json& results = e.array("results");
+    if (results.size() != c.sizes.size())
+      e.fail(e.field("results"), "needs one entry per size (" + std::to_string(c.sizes.size()) +
+                                     "), has " + std::to_string(results.size()));
+    for (std::size_t s = 0; s < results.size(); ++s) {
+      const support::FieldReader row(results[s], e.field("results") + "[" + std::to_string(s) + "]",
+                                     source);
+      const auto size = static_cast<std::uint64_t>(
+          row.integer("size_bytes", 1, std::numeric_limits<std::int64_t>::max()));
+      if (size != c.sizes[s]) row.fail(row.field("size_bytes"), "is not sizes[" + std::to_string(s) + "]");
+      support::SizeResult p = support::size_result(c.collective, c.ranks, size, row.number("time_us"));
+      p.bound_us = c.bound_us[s];
+      contender.results.push_back(p);
+      contender.choices.push_back(row.string_or("choice", ""));
+    }
+    if (contender.name == "nccl")
+      for (const support::SizeResult& p : contender.results) c.nccl_us.push_back(p.time_us);
+    c.contenders.push_back(std::move(contender));
+  }
+  return c;
 }
 
 std::string comparison_csv(const Comparison& c) {

@@ -136,3 +136,25 @@ TEST_F(Compare, WritesAPngPlotAndASynthesizersSolverReport) {
 }
 
 }  // namespace
+
+// A comparison JSON read back (`--from`): the same JSON and plot as the run that wrote it, so
+// a study can assemble contenders from several commands and draw them with ours; a broken file
+// is named with its field.
+TEST_F(Compare, ReadsBackTheJsonItWrites) {
+  const std::string args = "compare --topo dgx1 --sizes 1K,1M,1G --with nccl,nccl-ring --no-store";
+  std::string written, again;
+  ASSERT_EQ(run(args + " --json --plot '" + (dir_ / "a.svg").string() + "'", &written), 0) << err();
+  std::ofstream(dir_ / "c.json") << written;
+  const std::string from = "compare --from '" + (dir_ / "c.json").string() + "'";
+  ASSERT_EQ(run(from + " --json --plot '" + (dir_ / "b.svg").string() + "'", &again), 0) << err();
+  EXPECT_EQ(again, written);
+  EXPECT_EQ(slurp(dir_ / "b.svg"), slurp(dir_ / "a.svg"));
+  ASSERT_EQ(run(from, &again), 0) << err();
+  EXPECT_NE(again.find("compare allgather on dgx1"), std::string::npos) << again;
+
+  auto doc = nlohmann::json::parse(written);
+  doc["contenders"][1]["results"][2].erase("time_us");
+  std::ofstream(dir_ / "bad.json") << doc.dump();
+  ASSERT_NE(run("compare --from '" + (dir_ / "bad.json").string() + "'"), 0);
+  EXPECT_NE(err().find("contenders[1].results[2].time_us"), std::string::npos) << err();
+}

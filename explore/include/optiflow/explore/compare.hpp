@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "optiflow/schedule/schedule.hpp"
@@ -67,10 +68,14 @@ struct Comparison {
 /// does not build there.
 Comparison compare(const CompareOptions& options);
 
-/// `{"topology", "collective", "model", "sizes", "bound_us", "contenders": [{"name",
+/// `{"topology", "collective", "model", "ranks", "sizes", "bound_us", "contenders": [{"name",
 /// "synthesis_s", "status", "results": [{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps",
 /// "x_bound", "vs_nccl", "choice"}]}]}` (vs_nccl null where NCCL does not build).
 std::string comparison_json(const Comparison& comparison);
+/// A comparison as comparison_json writes it (from any tool that writes the same fields:
+/// bench/study.py assembles its synthesizers' best settings this way); NCCL's times are the
+/// contender named "nccl", where there is one. InputError naming `source` and the field.
+Comparison read_comparison_json(std::string_view text, const std::string& source);
 /// One row per contender and size: contender, size_bytes, time_us, algbw_GBps, busbw_GBps,
 /// x_bound, vs_nccl, synthesis_s, choice.
 std::string comparison_csv(const Comparison& comparison);
