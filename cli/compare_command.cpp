@@ -91,9 +91,9 @@ void run_compare(CompareArgs& args) {
     throw support::InputError(support::SourceLocation{"command line", 0, 0, "--plot"},
                               "the plot is written as SVG or PNG: give a file name ending in "
                               ".svg or .png");
-  const explore::Comparison c = args.from.empty() ? run_contenders(args)
-                                                  : explore::read_comparison_json(
-                                                        read_text_file(args.from), args.from);
+  const explore::Comparison c =
+      args.from.empty() ? run_contenders(args)
+                        : explore::read_comparison_json(read_text_file(args.from), args.from);
   if (args.json)
     std::cout << explore::comparison_json(c);
   else if (args.csv)

@@ -226,8 +226,8 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
   progress("taccl: " + stage_line(timed.report, logical.cost_unit));
 
   Synthesized result;
-  result.schedule =
-      schedule::replicate_instances(lower(topology, logical, space, timed), options.taccl_instances);
+  result.schedule = schedule::replicate_instances(lower(topology, logical, space, timed),
+                                                  options.taccl_instances);
   int grouped = 0;
   for (const auto& groups : timed.groups)
     for (const auto& g : groups) grouped += g.size() > 1 ? static_cast<int>(g.size()) : 0;
@@ -241,9 +241,9 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
       stage_line(timed.report, logical.cost_unit) +
           support::strprintf(", %d chunks sent in groups over inter-node links", grouped)};
   if (options.taccl_instances > 1)
-    result.notes.push_back(support::strprintf(
-        "%d instances: each on channels of its own and 1/%d of every chunk",
-        options.taccl_instances, options.taccl_instances));
+    result.notes.push_back(
+        support::strprintf("%d instances: each on channels of its own and 1/%d of every chunk",
+                           options.taccl_instances, options.taccl_instances));
   result.solver.solver = std::string("CBC ") + CBC_VERSION;
   const bool optimal = routing.report.optimal() && timed.report.optimal();
   result.solver.status =

@@ -291,8 +291,10 @@ Comparison read_comparison_json(std::string_view text, const std::string& source
                                      source);
       const auto size = static_cast<std::uint64_t>(
           row.integer("size_bytes", 1, std::numeric_limits<std::int64_t>::max()));
-      if (size != c.sizes[s]) row.fail(row.field("size_bytes"), "is not sizes[" + std::to_string(s) + "]");
-      support::SizeResult p = support::size_result(c.collective, c.ranks, size, row.number("time_us"));
+      if (size != c.sizes[s])
+        row.fail(row.field("size_bytes"), "is not sizes[" + std::to_string(s) + "]");
+      support::SizeResult p =
+          support::size_result(c.collective, c.ranks, size, row.number("time_us"));
       p.bound_us = c.bound_us[s];
       contender.results.push_back(p);
       contender.choices.push_back(row.string_or("choice", ""));

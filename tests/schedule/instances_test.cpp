@@ -17,8 +17,8 @@
 namespace optiflow::schedule {
 namespace {
 
-using support::Collective;
 using optiflow::testing_support::compiled;
+using support::Collective;
 using testing_support::ring_all_gather;
 
 std::set<int> channels_of(const RankProgram& program) {

@@ -20,9 +20,12 @@ int regions_of(const Schedule& schedule, BufferKind buffer) {
 
 std::int32_t buffer_chunks(const RankProgram& program, BufferKind buffer) {
   switch (buffer) {
-    case BufferKind::input: return program.input_chunks;
-    case BufferKind::output: return program.output_chunks;
-    case BufferKind::scratch: return program.scratch_chunks;
+    case BufferKind::input:
+      return program.input_chunks;
+    case BufferKind::output:
+      return program.output_chunks;
+    case BufferKind::scratch:
+      return program.scratch_chunks;
   }
   return 0;
 }
@@ -114,9 +117,9 @@ class Replicator {
             piece.deps.clear();
             if (p == 0)
               for (const StepRef& dep : step.deps)
-                piece.deps.push_back(
-                    {i * blocks + dep.tb,
-                     last_piece[static_cast<std::size_t>(dep.tb)][static_cast<std::size_t>(dep.step)]});
+                piece.deps.push_back({i * blocks + dep.tb,
+                                      last_piece[static_cast<std::size_t>(dep.tb)]
+                                                [static_cast<std::size_t>(dep.step)]});
             tb.steps.push_back(std::move(piece));
           }
         }
