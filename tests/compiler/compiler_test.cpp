@@ -286,18 +286,24 @@ TEST(Compiler, ChoosesLl128OnlyWhereNcclEnablesIt) {
       compile_text("ring over all", "r.ofl", fattree, support::Collective::all_gather).schedule));
 }
 
+// Also where a pass rebuilds the plan (pipelining slices it; All-Reduce mirrors it).
 TEST(Compiler, AProtocolStatementForcesOneForEverySize) {
   const topology::Topology topo = topology::make_a100(1);
-  for (const char* protocol : {"LL", "LL128", "Simple"}) {
-    const schedule::Schedule schedule =
-        compile_text(std::string("protocol ") + protocol + "\nring over all", "forced.ofl", topo,
-                     support::Collective::all_gather)
-            .schedule;
-    EXPECT_EQ(schedule.protocol, protocol);
-    EXPECT_TRUE(schedule.protocol_by_size.empty());
-    EXPECT_NE(schedule::write_msccl_xml(schedule).find(std::string("proto=\"") + protocol + "\""),
-              std::string::npos);
-  }
+  for (const char* protocol : {"LL", "LL128", "Simple"})
+    for (const char* rest : {"ring over all", "pipeline 4\nring over all"})
+      for (support::Collective collective : kCollectives) {
+        SCOPED_TRACE(std::string(protocol) + " / " + rest + " / " +
+                     std::string(to_string(collective)));
+        const schedule::Schedule schedule =
+            compile_text(std::string("protocol ") + protocol + "\n" + rest, "forced.ofl", topo,
+                         collective)
+                .schedule;
+        EXPECT_EQ(schedule.protocol, protocol);
+        EXPECT_TRUE(schedule.protocol_by_size.empty());
+        EXPECT_NE(
+            schedule::write_msccl_xml(schedule).find(std::string("proto=\"") + protocol + "\""),
+            std::string::npos);
+      }
 }
 
 // ---- Scale ---------------------------------------------------------------------------------
@@ -359,8 +365,8 @@ TEST(Compiler, PackOverAllRunsNearTheBoundInBothModels) {
   sim::SimOptions flow_model;
   flow_model.model = sim::Model::flow;
   const sim::Simulator flow(topo, c.schedule, flow_model);
-  for (const auto& [size, limit] : {std::pair{std::uint64_t{64} << 20, 1.10},
-                                    std::pair{std::uint64_t{1} << 30, 1.05}}) {
+  for (const auto& [size, limit] :
+       {std::pair{std::uint64_t{64} << 20, 1.10}, std::pair{std::uint64_t{1} << 30, 1.05}}) {
     const double ab = alpha_beta.run(size).time_us;
     EXPECT_LE(ab / bound.at(size).time_us, limit) << size;
     EXPECT_NEAR(flow.run(size).time_us / ab, 1, 0.10) << size;

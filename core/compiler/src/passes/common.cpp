@@ -19,6 +19,7 @@ Plan empty_like(const Plan& plan) {
   out.ranks = plan.ranks;
   out.pipeline = plan.pipeline;
   out.channels = plan.channels;
+  out.protocol = plan.protocol;
   out.chunks = plan.chunks;
   out.explicit_routes = plan.explicit_routes;
   out.avoid_sets = plan.avoid_sets;
