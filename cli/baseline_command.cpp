@@ -152,6 +152,10 @@ void add_baseline_command(CLI::App& app) {
   cmd->add_option("--gap", args->synthesis.gap_limit,
                   "synthesizers: stop a MIP at this relative gap (0.01 = 1%)")
       ->capture_default_str();
+  cmd->add_option("--max-nodes", args->synthesis.max_nodes,
+                  "synthesizers: stop a MIP after this many branch-and-bound nodes (a limit "
+                  "whose schedule does not depend on the machine)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--sketch", args->synthesis.taccl_sketch,
                   "taccl: TACCL's communication sketch JSON (default: derived from the topology)");
   cmd->add_option("--taccl-chunks", args->synthesis.taccl_chunks,

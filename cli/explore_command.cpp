@@ -363,6 +363,10 @@ void add_explore_command(CLI::App& app) {
                   "baselines whose schedules hold each size until a program beats them (none, "
                   "or names as optiflow baseline takes them)")
       ->capture_default_str();
+  cmd->add_option("--floor-time-limit", args->options.floor_time_limit_s,
+                  "the floor's synthesizers: seconds per solver call, behind their node limit")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   const char* hw = "Hardware (docs/explore.md)";
   cmd->add_option("--hw", args->hw,
                   "mpi | nccl: also run the best candidates of each batch for real; measured "

@@ -140,14 +140,23 @@ void check_verified(const schedule::Schedule& s, const topology::Topology& topol
                               "the baseline's schedule fails verification: " + verdict.summary());
 }
 
-// A synthesizer's schedule, verified, run at each size with the protocol that simulates
-// fastest there: the real tools leave the protocol to the user, who would pick so.
-BaselineRun run_synthesizer(const Synthesizer& synthesizer, const topology::Topology& topology,
-                            support::Collective collective, std::vector<std::uint64_t> sizes,
-                            const sim::SimOptions& options, const SynthesisOptions& synthesis) {
-  Synthesized built = synthesizer.synthesize(topology, collective, synthesis);
+std::vector<std::uint64_t> ascending_unique(std::span<const std::uint64_t> sizes) {
+  std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
+  std::sort(ascending.begin(), ascending.end());
+  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+  return ascending;
+}
+
+}  // namespace
+
+// The real tools leave the protocol to the user, who would pick the fastest per size.
+BaselineRun run_synthesized(std::string_view name, Synthesized built,
+                            const topology::Topology& topology,
+                            std::span<const std::uint64_t> requested_sizes,
+                            const sim::SimOptions& options) {
+  const std::vector<std::uint64_t> sizes = ascending_unique(requested_sizes);
   BaselineRun run;
-  run.name = std::string(synthesizer.name);
+  run.name = std::string(name);
   run.notes = std::move(built.notes);
   run.solver = std::move(built.solver);
   built.schedule.name = run.name;
@@ -185,23 +194,15 @@ BaselineRun run_synthesizer(const Synthesizer& synthesizer, const topology::Topo
   return run;
 }
 
-std::vector<std::uint64_t> ascending_unique(std::span<const std::uint64_t> sizes) {
-  std::vector<std::uint64_t> ascending(sizes.begin(), sizes.end());
-  std::sort(ascending.begin(), ascending.end());
-  ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
-  return ascending;
-}
-
-}  // namespace
-
 BaselineRun run_baseline(std::string_view name, const topology::Topology& topology,
                          support::Collective collective, std::span<const std::uint64_t> sizes,
                          sim::SimOptions options, const SynthesisOptions& synthesis) {
   if (const auto synthesizer = std::find_if(synthesizers().begin(), synthesizers().end(),
                                             [&](const Synthesizer& k) { return k.name == name; });
       synthesizer != synthesizers().end())
-    return run_synthesizer(*synthesizer, topology, collective, ascending_unique(sizes), options,
-                           synthesis);
+    return run_synthesized(synthesizer->name,
+                           synthesizer->synthesize(topology, collective, synthesis), topology,
+                           sizes, options);
   const auto entry =
       std::find_if(known().begin(), known().end(), [&](const Known& k) { return k.name == name; });
   if (entry == known().end()) unknown(name);

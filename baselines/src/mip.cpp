@@ -68,6 +68,7 @@ std::vector<std::string> cbc_arguments(const Limits& limits) {
   if (limits.seed) args.insert(args.end(), {"-randomCbcSeed", std::to_string(*limits.seed)});
   if (limits.max_solutions)
     args.insert(args.end(), {"-maxSolutions", std::to_string(*limits.max_solutions)});
+  if (limits.max_nodes) args.insert(args.end(), {"-maxNodes", std::to_string(*limits.max_nodes)});
   args.insert(args.end(), {"-solve", "-quit"});
   return args;
 }

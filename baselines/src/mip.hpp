@@ -97,13 +97,15 @@ enum class Settings {
   bare_table,
 };
 
-
 /// What bounds one CBC solve.
 struct Limits {
   double time_s = 600;               ///< wall-clock seconds (CBC's -sec, in elapsed time)
   double gap = 0;                    ///< stop once the relative gap is below this (CBC's ratioGap)
   std::optional<int> seed;           ///< CBC's random seed; unset: CBC's own
   std::optional<int> max_solutions;  ///< stop at this many solutions
+  /// Stop after this many branch-and-bound nodes (CBC's maxNodes): unlike time, a limit whose
+  /// answer does not depend on the machine or its load.
+  std::optional<int> max_nodes;
   Settings settings = Settings::cbc_defaults;
 };
 

@@ -181,6 +181,7 @@ mip::Solution solve_stage(const mip::Model& model, const SynthesisOptions& optio
   mip::Limits limits;
   limits.time_s = options.time_limit_s;
   limits.gap = options.gap_limit;
+  limits.max_nodes = options.max_nodes;
   // Always a progress function, even a silent one: the event handler it brings is part of
   // how CBC searches (mip::solve), and TACCL's solves have always had one.
   const mip::Progress progress = [&options](const std::string& line) {

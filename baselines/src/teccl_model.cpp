@@ -317,6 +317,7 @@ Solved solve_integer(const WindowProgram& built, const Window& window,
   mip::Limits limits;
   limits.time_s = std::max(kMinSeconds, options.time_limit_s);
   limits.gap = options.gap_limit;
+  limits.max_nodes = options.max_nodes;
   limits.seed = kSeed;
   if (window.goal == Goal::feasible_only) limits.max_solutions = 1;  // the epoch search's probes
   limits.settings = mip::Settings::bare_table;

@@ -12,6 +12,7 @@
 #include "optiflow/baselines/baseline.hpp"
 #include "optiflow/explore/sweep.hpp"
 #include "optiflow/support/error.hpp"
+#include "optiflow/support/strings.hpp"
 #include "optiflow/topology/topology_io.hpp"
 #include "program_database.hpp"
 #include "proposal_feed.hpp"
@@ -25,6 +26,12 @@ namespace {
 constexpr std::size_t kIslands = 4;
 constexpr std::size_t kPerIsland = 8;
 constexpr std::int64_t kMigrateEvery = 4;  // iterations
+// The floor's synthesizers (TACCL, TE-CCL) stay within seconds up to this many GPUs; beyond,
+// their MILPs take minutes even under a solver time limit (docs/results.md, "Scaling").
+constexpr std::int32_t kFloorSolverRanks = 64;
+// Their MIPs stop after this many branch-and-bound nodes, so that the floor, and with it the
+// run, is the same on any machine (the time limit is a safety net that should not bind).
+constexpr int kFloorSolverNodes = 1000;
 
 using Clock = std::chrono::steady_clock;
 
@@ -116,7 +123,7 @@ class Exploration {
         continue;
       }
       try {
-        offer(name);
+        name == "taccl" ? offer_taccl() : offer(name);
       } catch (const support::InputError& e) {
         floor_missing_.push_back(name + ": " + e.what());
       } catch (const support::UnsupportedError& e) {
@@ -126,12 +133,44 @@ class Exploration {
   }
 
   void offer(const std::string& name) {
-    baselines::BaselineRun run =
-        baselines::run_baseline(name, topology_, options_.collective, reference_.sizes);
+    if ((name == "taccl" || name == "teccl") && topology_.rank_count() > kFloorSolverRanks)
+      throw support::UnsupportedError(
+          support::UnsupportedError::Subject::topology,
+          support::strprintf(
+              "left out over %d GPUs, where its solver does not finish in minutes (`optiflow "
+              "baseline %s` builds it without this limit)",
+              kFloorSolverRanks, name.c_str()));
+    offer(baselines::run_baseline(name, topology_, options_.collective, reference_.sizes, {},
+                                  floor_synthesis()));
+  }
+
+  // TACCL as its evaluation runs it: one synthesis, then 1, 2, 4 and 8 instances, each
+  // holding the sizes where it is the fastest.
+  void offer_taccl() {
+    if (topology_.rank_count() > kFloorSolverRanks) return offer("taccl");  // says why not
+    const baselines::Synthesized built =
+        baselines::taccl_synthesize(topology_, options_.collective, floor_synthesis());
+    for (int instances : {1, 2, 4, 8}) {
+      baselines::Synthesized copy = built;
+      copy.schedule = schedule::replicate_instances(built.schedule, instances);
+      offer(baselines::run_synthesized(
+          instances == 1 ? "taccl" : support::strprintf("taccl, %d instances", instances),
+          std::move(copy), topology_, reference_.sizes));
+    }
+  }
+
+  baselines::SynthesisOptions floor_synthesis() const {
+    baselines::SynthesisOptions synthesis;
+    synthesis.time_limit_s = options_.floor_time_limit_s;
+    synthesis.max_nodes = kFloorSolverNodes;
+    return synthesis;
+  }
+
+  void offer(baselines::BaselineRun run) {
     std::vector<support::SizeResult> results;
     for (std::uint64_t size : reference_.sizes) results.push_back(run.row_at(size).sim);
     winners_.offer_baseline(
-        name, std::make_shared<const schedule::Schedule>(std::move(run.schedule)), results);
+        run.name, std::make_shared<const schedule::Schedule>(std::move(run.schedule)), results);
   }
 
   bool out_of_time() const {

@@ -40,7 +40,8 @@ db::RunInfo run_info(const ExploreOptions& options, const topology::Topology& to
   info.git_revision = OPTIFLOW_GIT_REVISION;
   nlohmann::json saved{{"topology", options.topology},
                        {"time_limit_s", options.time_limit_s},
-                       {"floor", options.floor}};
+                       {"floor", options.floor},
+                       {"floor_time_limit_s", options.floor_time_limit_s}};
   if (measuring(options)) {
     saved["hw_backend"] = options.hw_backend;
     saved["hw_topk"] = options.hw_topk;
@@ -69,6 +70,8 @@ void RunRecord::resume(ExploreOptions& options) {
   options.seed = info->seed;
   options.proposer = info->proposer;
   if (saved.contains("floor")) options.floor = saved.at("floor").get<std::vector<std::string>>();
+  if (saved.contains("floor_time_limit_s"))
+    options.floor_time_limit_s = saved.at("floor_time_limit_s").get<double>();
   run_id_ = info->id;
   committed_ = store_.candidates(run_id_);
 }

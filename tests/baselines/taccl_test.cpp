@@ -203,6 +203,18 @@ TEST(Taccl, Dgx1VerifiesAndSimulates) {
   EXPECT_LT(time_us, run_baseline("nccl", topo, Collective::all_gather, sizes).rows[0].sim.time_us);
 }
 
+// A node limit, unlike a time limit, gives the same schedule however busy the machine is:
+// explore's floor depends on it.
+TEST(Taccl, ANodeLimitGivesTheSameScheduleEveryTime) {
+  const auto topo = *topology::make_builtin_topology("dgx1");
+  SynthesisOptions options;
+  options.max_nodes = 100;
+  const Synthesized first = taccl_synthesize(topo, Collective::all_gather, options);
+  const Synthesized second = taccl_synthesize(topo, Collective::all_gather, options);
+  EXPECT_EQ(first.schedule, second.schedule);
+  EXPECT_EQ(first.solver.status, second.solver.status);
+}
+
 // uc-min prefers few GPU pairs on the switch: the solver's routing is one ring through all 8.
 TEST(Taccl, A100NodeWithTheDefaultSwitchSketch) {
   const auto topo = *topology::make_builtin_topology("a100x1");

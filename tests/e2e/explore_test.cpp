@@ -150,6 +150,30 @@ TEST_F(Explore, BaselinesHoldTheSizesNoProgramBeats) {
       << slurp(dir_ / "err");
 }
 
+// With `--floor ...,taccl` TACCL joins with the instances its evaluation sweeps: on dgx1 at 64K
+// one template does not beat TACCL with several instances, whose schedule the run then writes.
+// Over 64 GPUs the run leaves TACCL out and says why.
+TEST_F(Explore, TacclJoinsTheFloorWithItsInstances) {
+  const std::string db = " --db '" + (dir_ / "t.db").string() + "'";
+  std::string out;
+  const std::string floor = " --floor nccl,forestcoll,taccl";
+  ASSERT_EQ(run("explore --topo dgx1 --sizes 64K --budget 1 --threads 2 --out '" +
+                    (dir_ / "dgx1").string() + "'" + db + floor,
+                &out),
+            0)
+      << slurp(dir_ / "err");
+  EXPECT_NE(out.find("baseline taccl, 8 instances (no program beat it here)"), std::string::npos)
+      << out;
+  ASSERT_EQ(run("check '" + (dir_ / "dgx1" / "allgather-dgx1-65536.json").string() + "'"), 0);
+
+  ASSERT_EQ(run("explore --topo a100x16 --sizes 1G --budget 1 --threads 2 --out '" +
+                    (dir_ / "big").string() + "'" + db + floor,
+                &out),
+            0)
+      << slurp(dir_ / "err");
+  EXPECT_NE(out.find("not in the floor: taccl: left out over 64 GPUs"), std::string::npos) << out;
+}
+
 TEST_F(Explore, BadOptionsFailCleanly) {
   EXPECT_EQ(
       run("explore --topo no-such-topology --budget 1 --db '" + (dir_ / "c.db").string() + "'"), 2);

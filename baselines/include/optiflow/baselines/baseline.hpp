@@ -58,4 +58,12 @@ BaselineRun run_baseline(std::string_view name, const topology::Topology& topolo
                          support::Collective collective, std::span<const std::uint64_t> sizes,
                          sim::SimOptions options = {}, const SynthesisOptions& synthesis = {});
 
+/// A synthesizer's schedule as run_baseline runs it: named `name`, verified (InputError if it
+/// fails) and simulated at each size with the protocol that simulates fastest there (or
+/// options.protocol). For a schedule built once and varied (e.g. TACCL's instances).
+BaselineRun run_synthesized(std::string_view name, Synthesized built,
+                            const topology::Topology& topology,
+                            std::span<const std::uint64_t> sizes,
+                            const sim::SimOptions& options = {});
+
 }  // namespace optiflow::baselines

@@ -39,6 +39,9 @@ struct SynthesisOptions {
   double time_limit_s = 600;
   /// Stop a MIP once its relative gap is below this.
   double gap_limit = 0.0;
+  /// Stop a MIP after this many branch-and-bound nodes, the best solution so far kept: a limit
+  /// that, unlike time, gives the same schedule on any machine. Unset: none.
+  std::optional<int> max_nodes;
   /// Called with one line per stage and solver progress (nullptr: quiet).
   std::function<void(const std::string&)> progress;
   /// TACCL's sketch JSON (baseline taccl); empty: a default sketch derived from the topology.

@@ -34,6 +34,10 @@ struct ExploreOptions {
   /// at the sizes where it runs the largest size's algorithm). One that cannot be built here
   /// is left out, and ExploreResult::floor_missing says why.
   std::vector<std::string> floor = {"nccl", "forestcoll"};
+  /// The floor's synthesizers (taccl, teccl, up to 64 GPUs): seconds per solver call, a safety
+  /// net behind their node limit, which keeps runs reproducible. TACCL's schedule joins with 1,
+  /// 2, 4 and 8 instances, as its evaluation sweeps them.
+  double floor_time_limit_s = 60;
   /// Asked after each batch: true ends the run there, as "interrupted" (resumable with
   /// `resume`); the GUI's stop button. Empty: never.
   std::function<bool()> should_stop;
