@@ -30,7 +30,7 @@ constexpr std::int64_t kMigrateEvery = 4;  // iterations
 // their MILPs take minutes even under a solver time limit (docs/results.md, "Scaling").
 constexpr std::int32_t kFloorSolverRanks = 64;
 // Their MIPs stop after this many branch-and-bound nodes, so that the floor, and with it the
-// run, is the same on any machine (the time limit is a safety net that should not bind).
+// run, is the same on any machine (unless the time limit, a safety net, binds first).
 constexpr int kFloorSolverNodes = 1000;
 
 using Clock = std::chrono::steady_clock;
@@ -133,13 +133,7 @@ class Exploration {
   }
 
   void offer(const std::string& name) {
-    if ((name == "taccl" || name == "teccl") && topology_.rank_count() > kFloorSolverRanks)
-      throw support::UnsupportedError(
-          support::UnsupportedError::Subject::topology,
-          support::strprintf(
-              "left out over %d GPUs, where its solver does not finish in minutes (`optiflow "
-              "baseline %s` builds it without this limit)",
-              kFloorSolverRanks, name.c_str()));
+    if (name == "teccl") refuse_if_too_large(name);
     offer(baselines::run_baseline(name, topology_, options_.collective, reference_.sizes, {},
                                   floor_synthesis()));
   }
@@ -147,7 +141,7 @@ class Exploration {
   // TACCL as its evaluation runs it: one synthesis, then 1, 2, 4 and 8 instances, each
   // holding the sizes where it is the fastest.
   void offer_taccl() {
-    if (topology_.rank_count() > kFloorSolverRanks) return offer("taccl");  // says why not
+    refuse_if_too_large("taccl");
     const baselines::Synthesized built =
         baselines::taccl_synthesize(topology_, options_.collective, floor_synthesis());
     for (int instances : {1, 2, 4, 8}) {
@@ -157,6 +151,15 @@ class Exploration {
           instances == 1 ? "taccl" : support::strprintf("taccl, %d instances", instances),
           std::move(copy), topology_, reference_.sizes));
     }
+  }
+
+  void refuse_if_too_large(const std::string& synthesizer) const {
+    if (topology_.rank_count() > kFloorSolverRanks)
+      throw support::UnsupportedError(
+          support::UnsupportedError::Subject::topology,
+          support::strprintf("left out over %d GPUs, where its MIPs take minutes (`optiflow "
+                             "baseline %s` builds it without this limit)",
+                             kFloorSolverRanks, synthesizer.c_str()));
   }
 
   baselines::SynthesisOptions floor_synthesis() const {
