@@ -30,7 +30,9 @@ CASES = [("a100x4", "allgather"), ("a100x4-degraded", "allgather"), ("dgx1", "al
          ("ndv2x2", "allgather"), ("h100x4", "allgather"), ("a100x4", "reducescatter"),
          ("a100x4", "allreduce")]
 NCCL = ["nccl", "nccl-ring", "nccl-tree", "nccl-pat"]
-EXPLORE_FLOOR = ["nccl", "forestcoll"]  # explore's default --floor
+# Ours' floor: explore's default (NCCL's pick, ForestColl) and TACCL with its instances, which
+# explore builds node-limited and leaves out over 64 GPUs (docs/explore.md, "The floor").
+EXPLORE_FLOOR = "nccl,forestcoll,taccl"
 # What each synthesizer's paper sweeps: (label, extra command-line arguments).
 SWEEPS = {
     "forestcoll": [("", [])],
@@ -75,6 +77,17 @@ def x_bound_column(table):
     return found
 
 
+def best_program_column(table):
+    """Explore's winner per size label (its table's last column: `#id program...` or
+    `baseline NAME (no program beat it here)`)."""
+    found = {}
+    for line in table.splitlines():
+        fields = line.split(None, 6)
+        if len(fields) == 7 and fields[0][:-1].isdigit() and fields[0][-1] in "KMG":
+            found[fields[0]] = fields[6].removesuffix(" (no program beat it here)")
+    return found
+
+
 def size_label(size):
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if size >= 1 << shift and size % (1 << shift) == 0:
@@ -90,16 +103,17 @@ class Study:
         return run([self.args.optiflow, *arguments], timeout)
 
     # ---- one case ----------------------------------------------------------------------------
-    def explore(self, topo, collective, sizes, budget):
-        """(explore's stdout, wall seconds, its database)."""
+    def explore(self, topo, collective, sizes, budget, floor=()):
+        """(explore's stdout, wall seconds, its database, its winners' directory)."""
         db = os.path.join(self.work, f"{topo}-{collective}.db")
+        winners = os.path.join(self.work, f"out-{topo}-{collective}")
         code, out, err, wall = self.optiflow(
             "explore", "--topo", topo, "--collective", collective, "--sizes", sizes,
             "--budget", str(budget), "--seed", str(self.args.seed), "--db", db,
-            "--out", os.path.join(self.work, f"out-{topo}-{collective}"))
+            "--out", winners, *floor)
         if code != 0:
             raise SystemExit(f"explore on {topo} ({collective}) failed: {last_line(err)}")
-        return out, wall, db
+        return out, wall, db, winners
 
     def compare(self, topo, collective, sizes, with_, db):
         code, out, err, _ = self.optiflow("compare", "--topo", topo, "--collective", collective,
@@ -107,23 +121,25 @@ class Study:
                                           "--json", "--no-store")
         return json.loads(out) if code == 0 else None
 
-    def ours(self, topo, collective, floor):
-        """The comparison JSON with ours alone: explore's answer per size, its best stored
-        program or, where none beat it, its floor's baseline (as explore reports it)."""
-        _, wall, db = self.explore(topo, collective, SIZES, self.args.budget)
+    def ours(self, topo, collective):
+        """The comparison JSON with ours alone: explore's answer per size, the schedule it
+        wrote there (its best program or, where none beat it, its floor's baseline) simulated
+        again, named as explore's table names it."""
+        table, wall, db, winners = self.explore(topo, collective, SIZES, self.args.budget,
+                                                ["--floor", EXPLORE_FLOOR])
         doc = self.compare(topo, collective, SIZES, "nccl", db)
         if doc is None:
             raise SystemExit(f"nccl does not build on {topo} ({collective})")
-        programs = self.compare(topo, collective, SIZES, "ours", db)
+        choices = best_program_column(table)
         results = []
-        for s, size in enumerate(doc["sizes"]):
-            options = [(c["results"][s]["time_us"], f"floor: {c['name']} {c['results'][s]['choice']}")
-                       for c in floor]
-            if programs is not None:
-                r = programs["contenders"][0]["results"][s]
-                options.append((r["time_us"], r["choice"]))
-            time_us, choice = min(options)
-            results.append({"size_bytes": size, "time_us": time_us, "choice": choice})
+        for size in doc["sizes"]:
+            schedule = os.path.join(winners, f"{collective}-{topo}-{size}.json")
+            code, out, err, _ = self.optiflow("sim", schedule, "--topo", topo, "--collective",
+                                              collective, "--sizes", str(size), "--json")
+            if code != 0:
+                raise SystemExit(f"sim {schedule}: {last_line(err)}")
+            results.append({"size_bytes": size, "time_us": json.loads(out)["results"][0]["time_us"],
+                            "choice": choices.get(size_label(size), "?")})
         doc["contenders"] = [{
             "name": "ours", "synthesis_s": wall, "sweep_s": wall, "results": results,
             "status": f"explore, offline proposer, budget {self.args.budget}, seed {self.args.seed}"}]
@@ -180,8 +196,7 @@ class Study:
                 continue
             log(f"   {name}: {c['status']}, {c['sweep_s']:.1f} s")
             contenders.append(c)
-        doc = self.ours(topo, collective,
-                        [c for c in contenders if c["name"] in EXPLORE_FLOOR])
+        doc = self.ours(topo, collective)
         log(f"   ours: {doc['contenders'][0]['synthesis_s']:.1f} s")
         doc["contenders"] += contenders
         stem = f"{topo}-{collective}"
@@ -204,7 +219,7 @@ class Study:
         for topo, gpus in SCALING[: 3 if self.args.quick else None]:
             log(f"== scaling: {topo} ({gpus} GPUs)")
             sizes = ",".join(SCALING_SIZES)
-            out, wall, _ = self.explore(topo, "allgather", sizes, self.args.scaling_budget)
+            out, wall, _, _ = self.explore(topo, "allgather", sizes, self.args.scaling_budget)
             row = {"topo": topo, "gpus": gpus, "ours": (x_bound_column(out), wall, wall)}
             jobs = {name: pool.submit(self.baseline, name, topo, "allgather", sizes, [])
                     for name in ("forestcoll", "taccl", "teccl")}
@@ -320,7 +335,10 @@ def report(args, cases, scaling, wall):
            f"This run: {wall / 60:.1f} minutes on {os.cpu_count()} cores "
            f"({platform.machine()}), all in the alpha-beta cost model (docs/cost-model.md).", "",
            f"Ours is `optiflow explore` with the offline proposer, budget {args.budget}, seed "
-           f"{args.seed}, its floor included (NCCL's and ForestColl's schedules, docs/explore.md). "
+           f"{args.seed}, `--floor {EXPLORE_FLOOR}` (NCCL's, ForestColl's and TACCL's schedules, TACCL "
+           "node-limited with 1, 2, 4 and 8 instances; a size that no program beats is held by "
+           "the floor's baseline and named so; docs/explore.md). Each of ours' figures is the "
+           "schedule explore wrote for that size, simulated again. "
            "NCCL's contenders are built as NCCL builds them (channels, protocols, the tuner's "
            "pick per size, docs/baselines.md). The synthesizers run under a "
            f"{args.time_limit:g} s limit per solver call and a {args.cap:g} s wall-clock cap per "
