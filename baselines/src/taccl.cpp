@@ -227,8 +227,7 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
   progress("taccl: " + stage_line(timed.report, logical.cost_unit));
 
   Synthesized result;
-  result.schedule = schedule::replicate_instances(lower(topology, logical, space, timed),
-                                                  options.taccl_instances);
+  result.schedule = lower(topology, logical, space, timed);
   int grouped = 0;
   for (const auto& groups : timed.groups)
     for (const auto& g : groups) grouped += g.size() > 1 ? static_cast<int>(g.size()) : 0;
@@ -241,10 +240,6 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
       support::strprintf("ordering: TACCL's heuristic %d", ordering.heuristic),
       stage_line(timed.report, logical.cost_unit) +
           support::strprintf(", %d chunks sent in groups over inter-node links", grouped)};
-  if (options.taccl_instances > 1)
-    result.notes.push_back(
-        support::strprintf("%d instances: each on channels of its own and 1/%d of every chunk",
-                           options.taccl_instances, options.taccl_instances));
   result.solver.solver = std::string("CBC ") + CBC_VERSION;
   const bool optimal = routing.report.optimal() && timed.report.optimal();
   result.solver.status =
@@ -253,7 +248,15 @@ Synthesized taccl_synthesize(const topology::Topology& topology, support::Collec
   result.solver.gap = std::max(routing.report.gap.value_or(0), timed.report.gap.value_or(0));
   result.solver.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  return result;
+  return with_instances(std::move(result), options.taccl_instances);
+}
+
+Synthesized with_instances(Synthesized built, int instances) {
+  built.schedule = schedule::replicate_instances(built.schedule, instances);
+  if (instances > 1)
+    built.notes.push_back(support::strprintf(
+        "%d instances: each on channels of its own and 1/%d of every chunk", instances, instances));
+  return built;
 }
 
 }  // namespace optiflow::baselines

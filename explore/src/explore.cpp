@@ -123,7 +123,10 @@ class Exploration {
         continue;
       }
       try {
-        name == "taccl" ? offer_taccl() : offer(name);
+        if (name == "taccl")
+          offer_taccl();
+        else
+          offer(name);
       } catch (const support::InputError& e) {
         floor_missing_.push_back(name + ": " + e.what());
       } catch (const support::UnsupportedError& e) {
@@ -144,13 +147,10 @@ class Exploration {
     refuse_if_too_large("taccl");
     const baselines::Synthesized built =
         baselines::taccl_synthesize(topology_, options_.collective, floor_synthesis());
-    for (int instances : {1, 2, 4, 8}) {
-      baselines::Synthesized copy = built;
-      copy.schedule = schedule::replicate_instances(built.schedule, instances);
+    for (int instances : {1, 2, 4, 8})
       offer(baselines::run_synthesized(
           instances == 1 ? "taccl" : support::strprintf("taccl, %d instances", instances),
-          std::move(copy), topology_, reference_.sizes));
-    }
+          baselines::with_instances(built, instances), topology_, reference_.sizes));
   }
 
   void refuse_if_too_large(const std::string& synthesizer) const {

@@ -79,6 +79,11 @@ Synthesized forestcoll_synthesize(const topology::Topology& topology,
 Synthesized taccl_synthesize(const topology::Topology& topology, support::Collective collective,
                              const SynthesisOptions& options);
 
+/// `built` as `instances` MSCCL instances (schedule::replicate_instances), with a note saying
+/// so: how taccl_synthesize applies SynthesisOptions::taccl_instances, and how a caller sweeps
+/// them over one synthesis.
+Synthesized with_instances(Synthesized built, int instances);
+
 /// TE-CCL's epoch-based multi-commodity-flow All-Gather (SIGCOMM'24): copy at GPUs and
 /// switches, the early-delivery objective, solved as options.teccl_mode says (CBC, CLP).
 Synthesized teccl_synthesize(const topology::Topology& topology, support::Collective collective,
