@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
     explore::ExploreOptions options;
     options.topology = name;
     options.budget = budget;
-    options.floor = {};  // the programs alone: the baselines are contenders here
+    // The programs alone: the baselines are contenders here.
+    options.floor = std::vector<std::string>{};
     options.sizes = {kSmall, kLarge};
     options.db_path = (dir / (name + ".db")).string();
     options.out_dir = (dir / name).string();

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
     explore::ExploreOptions options;
     options.topology = topology;
     options.budget = budget;
-    options.floor = {};  // the programs alone: the baselines are contenders here
+    // The programs alone: the baselines are contenders here.
+    options.floor = std::vector<std::string>{};
     options.sizes = sizes;
     options.db_path = (dir / "bench.db").string();
     options.out_dir = (dir / "out").string();

@@ -65,7 +65,7 @@ struct LlmFlags {
 struct ExploreArgs {
   explore::ExploreOptions options;
   std::string collective = "allgather", sizes = support::kDefaultSizes;
-  std::string floor = "nccl,forestcoll";
+  std::string floor;  ///< empty: explore::default_floor
   std::int64_t resume = 0;
   std::string hw;  ///< --hw backend; empty: simulate only
   int hw_iters = 20;
@@ -250,7 +250,7 @@ std::vector<std::string> parse_floor(const std::string& text) {
 void run_explore(ExploreArgs& args) {
   args.options.collective = parse_collective(args.collective);
   args.options.sizes = support::parse_sizes(args.sizes);
-  args.options.floor = parse_floor(args.floor);
+  if (!args.floor.empty()) args.options.floor = parse_floor(args.floor);
   if (args.resume > 0) args.options.resume = args.resume;
   if (uses_model(args.options.proposer)) args.model_settings();  // bad ones fail before the run
   WorkDir work;
@@ -361,8 +361,8 @@ void add_explore_command(CLI::App& app) {
   cmd->add_option("--threads", args->options.threads, "worker threads (0: all cores)");
   cmd->add_option("--floor", args->floor,
                   "baselines whose schedules hold each size until a program beats them (none, "
-                  "or names as optiflow baseline takes them)")
-      ->capture_default_str();
+                  "or names as optiflow baseline takes them; default: nccl,forestcoll, and taccl "
+                  "too on up to 8 GPUs)");
   cmd->add_option("--floor-time-limit", args->options.floor_time_limit_s,
                   "the floor's synthesizers: seconds per solver call, behind their node limit")
       ->check(CLI::PositiveNumber)

@@ -51,6 +51,7 @@ class Exploration {
         hw_(options_),
         progress_(progress) {
     options_.sizes = reference_.sizes;
+    if (!options_.floor) options_.floor = default_floor(topology_.rank_count());
     if (remote) {
       remote->start(topology_, options_.collective, reference_);
       evaluator_.use_remote(remote);
@@ -114,7 +115,7 @@ class Exploration {
   // not build here (a collective or a shape it does not take) is left out, saying why. NCCL's
   // is the reference's, already built.
   void build_floor() {
-    for (const std::string& name : options_.floor) {
+    for (const std::string& name : *options_.floor) {
       if (name == "nccl") {
         if (reference_.nccl_schedule)
           winners_.offer_baseline(name, reference_.nccl_schedule, reference_.nccl_results);
@@ -271,6 +272,12 @@ class Exploration {
 };
 
 }  // namespace
+
+std::vector<std::string> default_floor(std::int32_t ranks) {
+  std::vector<std::string> floor = {"nccl", "forestcoll"};
+  if (ranks <= kDefaultFloorTacclRanks) floor.push_back("taccl");
+  return floor;
+}
 
 void ExploreOptions::warning(const std::string& message) const {
   if (warn)

@@ -17,6 +17,16 @@
 
 namespace optiflow::explore {
 
+/// TACCL joins the default floor on topologies of up to this many GPUs (one host's worth).
+inline constexpr std::int32_t kDefaultFloorTacclRanks = 8;
+
+/// The floor of a run that names none: NCCL's pick and the ForestColl-style packing, and on
+/// up to kDefaultFloorTacclRanks GPUs TACCL too. There its MIPs take seconds, and its
+/// schedules are the ones programs fall short of at mid sizes (a DGX-1 missing a GPU: 1.16x
+/// the bound at 1 MiB against 1.33x for the best of 300 programs, docs/explore.md); on larger
+/// topologies they take a minute or more and rarely hold a size.
+std::vector<std::string> default_floor(std::int32_t ranks);
+
 struct ExploreOptions {
   std::string topology = "a100x4";  ///< built-in name or topology JSON file
   support::Collective collective = support::Collective::all_gather;
@@ -32,8 +42,8 @@ struct ExploreOptions {
   /// Baselines whose schedules hold each size until a program beats them, so that the run's
   /// winners are never behind them: names `optiflow baseline` takes (`nccl`: its tuner's pick,
   /// at the sizes where it runs the largest size's algorithm). One that cannot be built here
-  /// is left out, and ExploreResult::floor_missing says why.
-  std::vector<std::string> floor = {"nccl", "forestcoll"};
+  /// is left out, and ExploreResult::floor_missing says why. Unset: default_floor().
+  std::optional<std::vector<std::string>> floor;
   /// The floor's synthesizers (taccl, teccl, up to 64 GPUs): seconds per solver call, a safety
   /// net behind their node limit, which keeps runs reproducible. TACCL's schedule joins with 1,
   /// 2, 4 and 8 instances, as its evaluation sweeps them.
