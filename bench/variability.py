@@ -8,8 +8,8 @@ an All-Gather for the varied cluster. Prints each contender's median and worst x
 64 MiB and 1 GiB, and explore's wins and losses against each baseline (docs/explore.md).
 
     bench/variability.py [--optiflow build/release/bin/optiflow] [--seeds 20]
-                         [--topologies a100x4,h100x4,a100x3] [--budget 300]
-                         [--taccl-time 60] [--explore-seed 5] [--floor nccl,forestcoll|none]
+                         [--topologies a100x4,h100x4,a100x3] [--sizes 64M,1G] [--budget 300]
+                         [--taccl-time 60] [--explore-seed 5] [--floor default|none|NAMES]
                          [--jobs 1]
 """
 import argparse
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-SIZES = ["64M", "1G"]
+SIZES = ["64M", "1G"]  # --sizes
 BASELINES = ["nccl", "forestcoll", "taccl"]
 TIE = 1e-3  # relative: closer than this is neither a win nor a loss
 
@@ -56,7 +56,7 @@ def held_rows(text):
 def explore(args, topo, work):
     code, out, err = run([args.optiflow, "explore", "--topo", topo, "--sizes", ",".join(SIZES),
                           "--budget", str(args.budget), "--seed", str(args.explore_seed),
-                          "--floor", args.floor,
+                          *([] if args.floor == "default" else ["--floor", args.floor]),
                           # one core each when clusters run at once (results never depend on it)
                           "--threads", "0" if args.jobs == 1 else "1",
                           "--db", os.path.join(work, "explore.db"),
@@ -111,11 +111,14 @@ def main():
     parser.add_argument("--budget", type=int, default=300)
     parser.add_argument("--taccl-time", type=float, default=60)
     parser.add_argument("--explore-seed", type=int, default=5)
-    parser.add_argument("--floor", default="nccl,forestcoll",
-                        help="explore's --floor (none: the programs alone)")
+    parser.add_argument("--sizes", default=",".join(SIZES),
+                        help="sizes as optiflow takes them, comma-separated")
+    parser.add_argument("--floor", default="default",
+                        help="explore's --floor (default: explore's own; none: the programs alone)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="clusters built at once (each contender runs on one core)")
     args = parser.parse_args()
+    SIZES[:] = args.sizes.split(",")
     contenders = ["explore"] + BASELINES
     results = {c: {s: [] for s in SIZES} for c in contenders}
     record = {b: {"wins": 0, "losses": 0, "ties": 0, "missing": 0} for b in BASELINES}
