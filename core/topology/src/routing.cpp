@@ -1,6 +1,7 @@
 #include "optiflow/topology/routing.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <queue>
 
@@ -14,41 +15,62 @@ Router::Router(const Topology& topology) : topology_(topology), cost_(topology.l
         topology.link(l).alpha_us + support::transfer_us(kReferenceBytes, topology.link(l).bw_GBps);
 }
 
-const std::vector<std::int64_t>& Router::tree(NodeId from, std::span<const LinkId> avoided) {
+const Router::Tree& Router::tree(NodeId from, std::span<const LinkId> avoided) {
   auto [it, inserted] =
       trees_.try_emplace({from, std::vector<LinkId>(avoided.begin(), avoided.end())});
-  std::vector<std::int64_t>& via = it->second;
-  if (!inserted) return via;
-  std::vector<double> dist(topology_.node_count(), std::numeric_limits<double>::infinity());
-  via.assign(topology_.node_count(), -1);
+  Tree& t = it->second;
+  if (!inserted) return t;
+  t.dist.assign(topology_.node_count(), std::numeric_limits<double>::infinity());
+  t.via.assign(topology_.node_count(), -1);
   using Entry = std::pair<double, NodeId>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frontier;
-  dist[from] = 0;
+  t.dist[from] = 0;
   frontier.push({0, from});
   while (!frontier.empty()) {
     const auto [d, v] = frontier.top();
     frontier.pop();
-    if (d > dist[v]) continue;
+    if (d > t.dist[v]) continue;
     for (LinkId l : topology_.out_links(v)) {
       if (std::binary_search(avoided.begin(), avoided.end(), l)) continue;
       const NodeId w = topology_.link(l).dst;
-      if (d + cost_[l] < dist[w]) {
-        dist[w] = d + cost_[l];
-        via[w] = l;
-        frontier.push({dist[w], w});
+      if (d + cost_[l] < t.dist[w]) {
+        t.dist[w] = d + cost_[l];
+        t.via[w] = l;
+        frontier.push({t.dist[w], w});
       }
     }
   }
-  return via;
+  return t;
+}
+
+LinkId Router::link_into(const Tree& t, NodeId v, std::span<const LinkId> avoided,
+                         std::size_t spread) const {
+  const auto first = static_cast<LinkId>(t.via[v]);
+  auto from_switch = [&](LinkId l) {
+    return topology_.node(topology_.link(l).src).kind == NodeKind::switch_;
+  };
+  if (!from_switch(first)) return first;
+  // Sums of the same link costs in another order may differ in the last bits.
+  const double tolerance = 1e-9 * t.dist[v];
+  std::vector<LinkId> equal;
+  for (LinkId l : topology_.in_links(v)) {
+    if (!from_switch(l) || std::binary_search(avoided.begin(), avoided.end(), l)) continue;
+    if (std::abs(t.dist[topology_.link(l).src] + cost_[l] - t.dist[v]) <= tolerance)
+      equal.push_back(l);
+  }
+  return equal.size() < 2 ? first : equal[spread % equal.size()];
 }
 
 std::vector<LinkId> Router::path(NodeId from, NodeId to, std::span<const LinkId> avoided) {
-  const auto& via = tree(from, avoided);
+  const Tree& t = tree(from, avoided);
+  const Node& destination = topology_.node(to);
+  const auto spread = static_cast<std::size_t>(destination.rank >= 0 ? destination.rank : to);
   std::vector<LinkId> links;
   for (NodeId v = to; v != from;) {
-    if (via[v] < 0) return {};
-    links.push_back(static_cast<LinkId>(via[v]));
-    v = topology_.link(static_cast<LinkId>(via[v])).src;
+    if (t.via[v] < 0) return {};
+    const LinkId l = link_into(t, v, avoided, spread);
+    links.push_back(l);
+    v = topology_.link(l).src;
   }
   std::reverse(links.begin(), links.end());
   return links;
