@@ -49,7 +49,9 @@ def held_rows(text):
     for line in text.splitlines():
         fields = line.split()
         if fields and fields[0] in SIZES and "baseline" in fields:
-            held[fields[0]] = fields[fields.index("baseline") + 1]
+            # "baseline taccl, 2 instances (no program beat it here)": the name, whole
+            name = line.split("baseline ", 1)[1].split(" (", 1)[0]
+            held[fields[0]] = name
     return held
 
 
@@ -170,7 +172,7 @@ def main():
         print(f"  {name:<11} wins {r['wins']}, losses {r['losses']}, ties {r['ties']}, "
               f"not built {r['missing']}")
     print("sizes where no program beat explore's floor: " +
-          (", ".join(f"{name} {n}" for name, n in sorted(held.items())) or "none"))
+          ("; ".join(f"{name}: {n}" for name, n in sorted(held.items())) or "none"))
 
 
 if __name__ == "__main__":
