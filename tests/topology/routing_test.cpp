@@ -57,8 +57,7 @@ TEST(Router, SpreadsEquallyCheapPathsOverTheSpinesByDestination) {
   }
   EXPECT_EQ(spines.size(), 4u);
   for (int from : {1, 8, 13})
-    EXPECT_EQ(visited(t, router.path(t.gpu_of_rank(from), t.gpu_of_rank(6)))[1], "spine2")
-        << from;
+    EXPECT_EQ(visited(t, router.path(t.gpu_of_rank(from), t.gpu_of_rank(6)))[1], "spine2") << from;
   // Inside a leaf there is one path.
   EXPECT_EQ(visited(t, router.path(t.gpu_of_rank(0), t.gpu_of_rank(1))),
             (std::vector<std::string>{"leaf0", "gpu1"}));
