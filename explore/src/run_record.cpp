@@ -40,7 +40,7 @@ db::RunInfo run_info(const ExploreOptions& options, const topology::Topology& to
   info.git_revision = OPTIFLOW_GIT_REVISION;
   nlohmann::json saved{{"topology", options.topology},
                        {"time_limit_s", options.time_limit_s},
-                       {"floor", options.floor.value_or(default_floor(topology.rank_count()))},
+                       {"floor", options.floor.value()},  // the exploration resolved the default
                        {"floor_time_limit_s", options.floor_time_limit_s}};
   if (measuring(options)) {
     saved["hw_backend"] = options.hw_backend;

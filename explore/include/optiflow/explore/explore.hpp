@@ -21,10 +21,9 @@ namespace optiflow::explore {
 inline constexpr std::int32_t kDefaultFloorTacclRanks = 8;
 
 /// The floor of a run that names none: NCCL's pick and the ForestColl-style packing, and on
-/// up to kDefaultFloorTacclRanks GPUs TACCL too. There its MIPs take seconds, and its
-/// schedules are the ones programs fall short of at mid sizes (a DGX-1 missing a GPU: 1.16x
-/// the bound at 1 MiB against 1.33x for the best of 300 programs, docs/explore.md); on larger
-/// topologies they take a minute or more and rarely hold a size.
+/// up to kDefaultFloorTacclRanks GPUs TACCL too: there its MIPs take seconds and its schedules
+/// can beat every program at mid sizes (docs/explore.md, "The floor"); on larger topologies
+/// they take a minute or more.
 std::vector<std::string> default_floor(std::int32_t ranks);
 
 struct ExploreOptions {
