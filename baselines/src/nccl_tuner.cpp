@@ -21,8 +21,6 @@ constexpr double kLlMaxBws[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141
 // perChMaxRingLL128Bws: LL128 per search channel.
 constexpr double kPerChMaxRingLL128Bws[3][3] = {
     {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
-// getNetOverhead: 1 us on Intel x86 (assumed), three times that for Simple.
-constexpr double kNetOverheadUs = 1.0;
 constexpr double kLlShare = 0.5;
 constexpr double kLl128Share = 0.92;
 
@@ -85,8 +83,7 @@ std::optional<NcclEstimate> nccl_ring_estimate(const NcclRingGraph& graph,
   double intra_us = costs.step_latency(graph.intra);
   // With one GPU per node the network latency is the tree's (tuning.cc l.236).
   const double inter_us = n == nodes ? kTreeHopLatencyUs[2][p] : costs.step_latency(HopClass::net);
-  if (nodes > 1)
-    intra_us = std::max(intra_us, kNetOverheadUs * (protocol == Protocol::simple ? 3 : 1));
+  if (nodes > 1) intra_us = std::max(intra_us, topology::network_step_overhead_us(protocol));
   NcclEstimate estimate;
   estimate.protocol = protocol;
   estimate.latency_us = costs.launch_us + (steps - inter_steps) * intra_us + inter_steps * inter_us;

@@ -48,6 +48,26 @@ TEST(LinkCost, AProtocolAddsItsStepLatencyAndScalesTheRate) {
   EXPECT_DOUBLE_EQ(simple.rate_GBps, 100.0);
 }
 
+TEST(LinkCost, OverMoreThanOneHostNoStepIsFasterThanTheNetworkOverhead) {
+  const Topology two_hosts = two_hops();
+  const ProtocolCosts ll = table_costs(two_hosts, Protocol::ll);
+  EXPECT_DOUBLE_EQ(ll.step_latency(HopClass::nvlink), network_step_overhead_us(Protocol::ll));
+  EXPECT_DOUBLE_EQ(ll.step_latency(HopClass::net),
+                   protocol_costs(Protocol::ll).step_latency(HopClass::net));
+  // Simple's NVLink step already costs more than its overhead.
+  EXPECT_DOUBLE_EQ(table_costs(two_hosts, Protocol::simple).step_latency(HopClass::nvlink),
+                   protocol_costs(Protocol::simple).step_latency(HopClass::nvlink));
+
+  Topology one_host("one-host");
+  const NodeId a = one_host.add_node({"a", NodeKind::gpu, 0, 0, 0});
+  const NodeId b = one_host.add_node({"b", NodeKind::gpu, 1, 0, 1});
+  one_host.add_link(a, b, {LinkKind::nvlink, 100.0, 1.0});
+  EXPECT_DOUBLE_EQ(table_costs(one_host, Protocol::ll).step_latency(HopClass::nvlink),
+                   protocol_costs(Protocol::ll).step_latency(HopClass::nvlink));
+  EXPECT_LT(protocol_costs(Protocol::ll).step_latency(HopClass::nvlink),
+            network_step_overhead_us(Protocol::ll));
+}
+
 TEST(LinkCost, DataReachesALaterLinkOnlyWhenThatLinkIsFree) {
   const Topology t = two_hops();
   FifoLinks links(t);

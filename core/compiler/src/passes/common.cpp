@@ -41,11 +41,11 @@ IndexLists dependents(const Plan& plan) {
 std::vector<topology::TransferCost> route_costs(const Plan& plan,
                                                 const topology::Topology& topology,
                                                 topology::Protocol protocol) {
+  const topology::ProtocolCosts table = topology::table_costs(topology, protocol);
   std::vector<topology::TransferCost> costs;
   costs.reserve(plan.routes.size());
   for (const auto& route : plan.routes)
-    costs.push_back(topology::transfer_cost(topology::route_cost(topology, route),
-                                            topology::protocol_costs(protocol)));
+    costs.push_back(topology::transfer_cost(topology::route_cost(topology, route), table));
   return costs;
 }
 

@@ -50,7 +50,13 @@ struct ProtocolCosts {
 
 /// The labelled table's row for `protocol`.
 const ProtocolCosts& protocol_costs(Protocol protocol);
-/// What `protocol` costs on `topology`: the table's row, or where the topology carries its own
+/// NCCL's floor on the latency of every step of a collective over more than one host
+/// (getNetOverhead): the proxy that drives the network paces the intra-node steps too.
+double network_step_overhead_us(Protocol protocol);
+/// The table's row as NCCL runs it on `topology`: over more than one host, no step latency
+/// below network_step_overhead_us (LL's NVLink step: 1.0 us, not 0.6).
+ProtocolCosts table_costs(const Topology& topology, Protocol protocol);
+/// What `protocol` costs on `topology`: table_costs, or where the topology carries its own
 /// runtime's costs (a fitted machine), its launch cost with no step latency and full data share
 /// whatever the protocol.
 ProtocolCosts protocol_costs(const Topology& topology, Protocol protocol);
