@@ -16,7 +16,7 @@ namespace optiflow::compiler {
 namespace {
 
 constexpr std::int64_t kMaxSplitParts = 1024;
-constexpr std::int64_t kMaxPipeline = 64;
+constexpr std::int64_t kMaxPipeline = 256;
 
 // Runs the statements of a program block by block; steps go to StepRunner, pieces and
 // transfers to PlanBuilder, expressions to Expressions.
