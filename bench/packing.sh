@@ -6,14 +6,18 @@ set -euo pipefail
 optiflow=${1:-build/release/bin/optiflow}
 shift || true
 topologies=("$@")
-[ ${#topologies[@]} -gt 0 ] || topologies=(a100x4 a100x4-degraded dgx1 ndv2x2 h100x4)
+[ ${#topologies[@]} -gt 0 ] || topologies=(a100x4 a100x4-degraded a100x2 dgx1 ndv2x2 h100x4 fattree16 torus4x4)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 printf '%-16s %8s %-10s %10s %10s\n' topology pipeline model "64M" "1G"
 for topo in "${topologies[@]}"; do
-  for pipeline in 16 32 64; do
+  for pipeline in 16 64 256; do
     printf 'pipeline %d\npack over all\n' "$pipeline" > "$dir/pack.ofl"
-    "$optiflow" compile "$dir/pack.ofl" --topo "$topo" -o "$dir/pack.json" > /dev/null
+    # Refused where the packing's pieces times the pipeline exceed the chunk limit.
+    if ! "$optiflow" compile "$dir/pack.ofl" --topo "$topo" -o "$dir/pack.json" > /dev/null 2>&1; then
+      printf '%-16s %8s %-10s %10s %10s\n' "$topo" "$pipeline" - refused refused
+      continue
+    fi
     for model in alpha-beta flow; do
       "$optiflow" sim "$dir/pack.json" --topo "$topo" --sizes 64M,1G --model "$model" |
         awk -v t="$topo" -v p="$pipeline" -v m="$model" \
