@@ -13,8 +13,10 @@ printf '%-16s %8s %-10s %10s %10s\n' topology pipeline model "64M" "1G"
 for topo in "${topologies[@]}"; do
   for pipeline in 16 64 256; do
     printf 'pipeline %d\npack over all\n' "$pipeline" > "$dir/pack.ofl"
-    # Refused where the packing's pieces times the pipeline exceed the chunk limit.
-    if ! "$optiflow" compile "$dir/pack.ofl" --topo "$topo" -o "$dir/pack.json" > /dev/null 2>&1; then
+    # Refused where the packing's pieces times the pipeline exceed the chunk limit; any other
+    # failure stops the bench.
+    if ! "$optiflow" compile "$dir/pack.ofl" --topo "$topo" -o "$dir/pack.json" > /dev/null 2> "$dir/err"; then
+      grep -q 'chunks per buffer' "$dir/err" || { cat "$dir/err" >&2; exit 1; }
       printf '%-16s %8s %-10s %10s %10s\n' "$topo" "$pipeline" - refused refused
       continue
     fi
